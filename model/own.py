@@ -1,0 +1,151 @@
+"""The own Transformer behind the Python API: ``own-random`` (and the trained translator).
+
+``own-random`` is the seed-default encoder-decoder (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048)
+with weights drawn from a fixed seed, so every load gives the same model. It has no trained
+vocabulary: :meth:`OwnModel.trace` builds a word-level vocabulary from the text it is given
+(ids in order of first appearance, case-insensitive, at most ``RANDOM_VOCAB - 4`` distinct
+words). The encoder reads the words; the decoder, teacher-forced, reads ``<bos>`` followed by
+the target words, which default to the source words themselves (the source shifted right by
+one position, as in training a copy task). Its attention shows structure (positions,
+repeated words) but no learned meaning.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import torch
+
+from .config import TransformerConfig
+from .device import resolve_device
+from .hooks import capture
+from .tokenizer import BOS, WordVocab, split_words
+from .trace import AttentionTrace
+from .transformer import Transformer
+
+RANDOM_SEED = 0
+RANDOM_VOCAB = 1024
+_HOOK_NAME = re.compile(r"(encoder|decoder)\.layers\.(\d+)\.(self|cross)_attn\.hook_pattern")
+
+
+def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0) -> dict:
+    """Turn captured ``hook_pattern`` tensors into trace arrays.
+
+    Args:
+        store: ``hook name -> [batch, head, query, key]`` from :func:`model.hooks.capture`.
+        batch_index: which sequence of the batch to keep.
+
+    Returns:
+        ``{"encoder.self" | "decoder.self" | "decoder.cross": float32 [layer, head, query, key]}``.
+    """
+    per_kind: dict[str, dict[int, np.ndarray]] = {}
+    for hook_name, tensor in store.items():
+        match = _HOOK_NAME.fullmatch(hook_name)
+        if match is None:
+            continue
+        stack, layer, kind = match.groups()
+        pattern = tensor[batch_index].float().cpu().numpy()  # [head, query, key]
+        per_kind.setdefault(f"{stack}.{kind}", {})[int(layer)] = pattern
+    return {
+        name: np.stack([layers[i] for i in sorted(layers)])  # [layer, head, query, key]
+        for name, layers in per_kind.items()
+    }
+
+
+class OwnModel:
+    """The own Transformer with its vocabularies, ready to trace text.
+
+    Args:
+        name: the SPEC it was loaded as.
+        network: the :class:`~model.transformer.Transformer`.
+        device: where it runs.
+        src_vocab, tgt_vocab: fixed vocabularies; ``None`` builds one from each text.
+    """
+
+    def __init__(self, name: str, network: Transformer, device: torch.device,
+                 src_vocab: WordVocab | None = None, tgt_vocab: WordVocab | None = None):
+        self.name = name
+        self.network = network.to(device).eval()
+        self.device = device
+        self.src_vocab = src_vocab
+        self.tgt_vocab = tgt_vocab
+
+    @property
+    def config(self) -> TransformerConfig:
+        return self.network.cfg
+
+    @property
+    def family(self) -> str:
+        return self.config.family
+
+    @classmethod
+    def random(cls, device: str = "auto") -> OwnModel:
+        """``own-random``: the seed-default encoder-decoder with weights from a fixed seed."""
+        cfg = TransformerConfig(src_vocab_size=RANDOM_VOCAB, tgt_vocab_size=RANDOM_VOCAB)
+        generator_state = torch.random.get_rng_state()
+        try:
+            torch.manual_seed(RANDOM_SEED)
+            network = Transformer(cfg)
+        finally:
+            torch.random.set_rng_state(generator_state)
+        return cls("own-random", network, resolve_device(device))
+
+    def _vocabs(self, text: str, target: str | None) -> tuple[WordVocab, WordVocab]:
+        if self.src_vocab is not None:
+            return self.src_vocab, self.tgt_vocab or self.src_vocab
+        vocab = WordVocab.from_text(text, target or "")
+        if len(vocab) > self.config.src_vocab_size:
+            raise ValueError(
+                f"the text has {len(vocab) - 4} distinct words; {self.name} holds at most "
+                f"{self.config.src_vocab_size - 4}")
+        return vocab, vocab
+
+    def trace(self, text: str, target: str | None = None) -> AttentionTrace:
+        """Run the model on ``text`` and capture every attention pattern.
+
+        Args:
+            text: the source sentence (encoder input; the whole input of a single-stack model).
+            target: encoder-decoder only: the target text, teacher-forced; ``None`` uses the
+                source words.
+
+        Returns:
+            an :class:`~model.trace.AttentionTrace`.
+        """
+        words = split_words(text)
+        if not words:
+            raise ValueError("the text holds no words")
+        src_vocab, tgt_vocab = self._vocabs(text, target)
+        src_ids = src_vocab.encode(words)
+        family = self.family
+        if family == "encoder-decoder":
+            tgt_words = split_words(target) if target is not None else words
+            tgt_tokens = [BOS, *tgt_words]
+            tgt_ids = [tgt_vocab.bos_id, *tgt_vocab.encode(tgt_words)]
+            src = torch.tensor([src_ids], device=self.device)  # [batch, source]
+            tgt = torch.tensor([tgt_ids], device=self.device)  # [batch, target]
+            tokens = dict(source_tokens=words, source_ids=src_ids,
+                          target_tokens=tgt_tokens, target_ids=tgt_ids)
+        else:
+            src = tgt = torch.tensor([src_ids], device=self.device)  # [batch, pos]
+            tokens = dict(tokens=words, ids=src_ids)
+        with torch.inference_mode(), capture(self.network, _is_pattern) as store:
+            self.network(src_ids=src, tgt_ids=tgt)
+        return self._make_trace(stacks_from_capture(store), tokens)
+
+    def _make_trace(self, attention: dict, tokens: dict, steps=()) -> AttentionTrace:
+        cfg = self.config
+        return AttentionTrace(
+            model=self.name, family=self.family, attention=attention,
+            n_heads=cfg.n_heads, n_kv_heads=cfg.n_heads, positional=cfg.positional,
+            device=str(self.device), dtype=str(next(self.network.parameters()).dtype)
+            .removeprefix("torch."), steps=steps,
+            meta={"d_model": cfg.d_model, "d_head": cfg.d_head, "d_ff": cfg.d_ff,
+                  "n_encoder_layers": cfg.n_encoder_layers,
+                  "n_decoder_layers": cfg.n_decoder_layers},
+            **tokens,
+        )
+
+
+def _is_pattern(name: str) -> bool:
+    return name.endswith("hook_pattern")

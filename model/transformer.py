@@ -1,0 +1,299 @@
+"""The project's own Transformer, written in the order and vocabulary of the seed.
+
+Seed 4.9 gives the attention function and multi-head attention; seed 3.3 the post-norm residual
+sublayer ``LayerNorm(x + sublayer(x))``; seed 3.2 the encoder and decoder stacks; seed 3.4 the
+positional encodings and the causal mask. Encoder-only, decoder-only and encoder-decoder models
+are configurations of the same classes (see :class:`model.config.TransformerConfig`).
+
+Every attention module carries identity hook points (:class:`model.hooks.HookPoint`):
+``hook_q``, ``hook_k``, ``hook_v`` (per-head projections), ``hook_scores`` (QKᵀ/√d_k before
+masking), ``hook_pattern`` (weights after softmax) and ``hook_z`` (weights · V).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import TransformerConfig
+from .hooks import HookPoint
+from .positional import rope_rotate, sinusoidal_table
+
+
+def causal_mask(length: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Lower-triangular mask of seed 3.4 step 2a: ``[1, 1, L, L]`` bool, True = may attend."""
+    return torch.tril(torch.ones(length, length, dtype=torch.bool, device=device))[None, None]
+
+
+def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Keys that are not padding: ``[B, 1, 1, L]`` bool, True = may attend."""
+    return (ids != pad_id)[:, None, None, :]
+
+
+def attention(Q, K, V, mask=None, *, scores_hook=None, pattern_hook=None):
+    """Scaled dot-product attention of seed 4.9, returning (output, weights).
+
+    Args:
+        Q: ``[B, h, L_q, d_k]`` queries.
+        K: ``[B, h, L_k, d_k]`` keys.
+        V: ``[B, h, L_k, d_v]`` values.
+        mask: broadcastable to ``[B, h, L_q, L_k]``; positions where it is 0/False get -inf.
+        scores_hook: optional callable applied to the scaled scores before masking.
+        pattern_hook: optional callable applied to the weights after softmax.
+
+    Returns:
+        ``(output [B, h, L_q, d_v], weights [B, h, L_q, L_k])``.
+    """
+    d_k = Q.size(-1)
+    # ① scores: every q against every k -> [B, h, L_q, L_k]
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_k)
+    if scores_hook is not None:
+        scores = scores_hook(scores)
+    # ② mask: forbidden positions get -inf (causal mask / padding)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, float("-inf"))
+    # ③ softmax: each row becomes weights summing to 1
+    weights = F.softmax(scores, dim=-1)
+    if pattern_hook is not None:
+        weights = pattern_hook(weights)
+    # ④ weighted sum of V -> [B, h, L_q, d_v]
+    return torch.matmul(weights, V), weights
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with W_Q, W_K, W_V, W_O (seed 4.6, 4.9).
+
+    Args:
+        d_model: model width.
+        n_heads: number of heads h; each head has ``d_k = d_model / h``.
+        rope_base: when given, Q and K are rotated by position (RoPE) before the scores.
+    """
+
+    def __init__(self, d_model: int = 512, n_heads: int = 8, rope_base: float | None = None):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.d_k = d_model // n_heads
+        self.h = n_heads
+        self.rope_base = rope_base
+        self.W_Q = nn.Linear(d_model, d_model)
+        self.W_K = nn.Linear(d_model, d_model)
+        self.W_V = nn.Linear(d_model, d_model)
+        self.W_O = nn.Linear(d_model, d_model)
+        self.hook_q = HookPoint()
+        self.hook_k = HookPoint()
+        self.hook_v = HookPoint()
+        self.hook_scores = HookPoint()
+        self.hook_pattern = HookPoint()
+        self.hook_z = HookPoint()
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, L, d_model] -> [B, h, L, d_k]``."""
+        B = x.size(0)
+        return x.view(B, -1, self.h, self.d_k).transpose(1, 2)  # [batch, head, pos, d_k]
+
+    def forward(self, query, key, value, mask=None, q_positions=None, k_positions=None):
+        """Attend from ``query [B, L_q, d_model]`` to ``key``/``value [B, L_k, d_model]``.
+
+        Returns:
+            ``(output [B, L_q, d_model], weights [B, h, L_q, L_k])``.
+        """
+        B = query.size(0)
+        Q = self.split_heads(self.W_Q(query))  # [batch, head, query, d_k]
+        K = self.split_heads(self.W_K(key))  # [batch, head, key, d_k]
+        V = self.split_heads(self.W_V(value))  # [batch, head, key, d_k]
+        if self.rope_base is not None:
+            if q_positions is None:
+                q_positions = torch.arange(Q.size(2), device=Q.device)
+            if k_positions is None:
+                k_positions = torch.arange(K.size(2), device=K.device)
+            Q = rope_rotate(Q, q_positions, self.rope_base)
+            K = rope_rotate(K, k_positions, self.rope_base)
+        Q, K, V = self.hook_q(Q), self.hook_k(K), self.hook_v(V)
+        z, weights = attention(
+            Q, K, V, mask, scores_hook=self.hook_scores, pattern_hook=self.hook_pattern
+        )
+        z = self.hook_z(z)  # [batch, head, query, d_k]
+        out = z.transpose(1, 2).contiguous().view(B, -1, self.h * self.d_k)  # [batch, query, d_model]
+        return self.W_O(out), weights
+
+
+class PositionwiseFFN(nn.Module):
+    """The position-wise feed-forward network: d_model -> d_ff -> ReLU -> d_model."""
+
+    def __init__(self, d_model: int = 512, d_ff: int = 2048):
+        super().__init__()
+        self.W_1 = nn.Linear(d_model, d_ff)
+        self.W_2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, L, d_model] -> [B, L, d_model]``."""
+        return self.W_2(F.relu(self.W_1(x)))
+
+
+class ResidualNorm(nn.Module):
+    """Post-norm residual of seed 3.3: ``LayerNorm(x + Dropout(sublayer(x)))``."""
+
+    def __init__(self, d_model: int, dropout: float):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, sublayer_out: torch.Tensor) -> torch.Tensor:
+        """Add the sublayer's output to ``x`` and normalise."""
+        return self.norm(x + self.dropout(sublayer_out))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention, Add & Norm, FFN, Add & Norm (seed 3.3)."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        rope = cfg.rope_base if cfg.positional == "rope" else None
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, rope_base=rope)
+        self.ffn = PositionwiseFFN(cfg.d_model, cfg.d_ff)
+        self.residual_attn = ResidualNorm(cfg.d_model, cfg.dropout)
+        self.residual_ffn = ResidualNorm(cfg.d_model, cfg.dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """``[B, L, d_model] -> [B, L, d_model]``."""
+        a, _ = self.self_attn(x, x, x, mask)
+        x = self.residual_attn(x, a)
+        return self.residual_ffn(x, self.ffn(x))
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention (encoder-decoder only), FFN; each with Add & Norm.
+
+    RoPE, when configured, applies to self-attention only: in cross-attention queries and keys
+    come from different sequences, so a relative offset between them means nothing.
+    """
+
+    def __init__(self, cfg: TransformerConfig, with_cross: bool):
+        super().__init__()
+        rope = cfg.rope_base if cfg.positional == "rope" else None
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, rope_base=rope)
+        self.residual_self = ResidualNorm(cfg.d_model, cfg.dropout)
+        if with_cross:
+            self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads)
+            self.residual_cross = ResidualNorm(cfg.d_model, cfg.dropout)
+        else:
+            self.cross_attn = None
+        self.ffn = PositionwiseFFN(cfg.d_model, cfg.d_ff)
+        self.residual_ffn = ResidualNorm(cfg.d_model, cfg.dropout)
+
+    def forward(self, x, tgt_mask, memory=None, src_mask=None):
+        """``x [B, T, d_model]``, ``memory [B, S, d_model]`` -> ``[B, T, d_model]``."""
+        a, _ = self.self_attn(x, x, x, tgt_mask)
+        x = self.residual_self(x, a)
+        if self.cross_attn is not None:
+            c, _ = self.cross_attn(x, memory, memory, src_mask)
+            x = self.residual_cross(x, c)
+        return self.residual_ffn(x, self.ffn(x))
+
+
+class Embeddings(nn.Module):
+    """Token embedding scaled by √d_model, plus the sinusoidal table when configured."""
+
+    def __init__(self, vocab_size: int, cfg: TransformerConfig):
+        super().__init__()
+        self.d_model = cfg.d_model
+        self.max_len = cfg.max_len
+        self.token = nn.Embedding(vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        self.dropout = nn.Dropout(cfg.dropout)
+        if cfg.positional == "sinusoidal":
+            self.register_buffer("pe", sinusoidal_table(cfg.max_len, cfg.d_model), persistent=False)
+        else:
+            self.pe = None
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """``ids [B, L] -> [B, L, d_model]``."""
+        L = ids.size(1)
+        if L > self.max_len:
+            raise ValueError(f"sequence of {L} tokens is longer than max_len={self.max_len}")
+        x = self.token(ids) * math.sqrt(self.d_model)  # [batch, pos, d_model]
+        if self.pe is not None:
+            x = x + self.pe[:L]
+        return self.dropout(x)
+
+
+class Encoder(nn.Module):
+    """A stack of encoder layers."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """``[B, S, d_model] -> [B, S, d_model]``."""
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+class Decoder(nn.Module):
+    """A stack of decoder layers (with cross-attention when the model has an encoder)."""
+
+    def __init__(self, cfg: TransformerConfig, with_cross: bool):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DecoderLayer(cfg, with_cross) for _ in range(cfg.n_decoder_layers)
+        )
+
+    def forward(self, x, tgt_mask, memory=None, src_mask=None):
+        """``[B, T, d_model] -> [B, T, d_model]``."""
+        for layer in self.layers:
+            x = layer(x, tgt_mask, memory, src_mask)
+        return x
+
+
+class Transformer(nn.Module):
+    """Encoder-only, decoder-only or encoder-decoder Transformer with an output projection.
+
+    The output projection maps to the target vocabulary (the source vocabulary for an
+    encoder-only model).
+    """
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        has_encoder = cfg.n_encoder_layers > 0
+        has_decoder = cfg.n_decoder_layers > 0
+        self.src_embed = Embeddings(cfg.src_vocab_size, cfg) if has_encoder else None
+        self.encoder = Encoder(cfg) if has_encoder else None
+        self.tgt_embed = Embeddings(cfg.tgt_vocab_size, cfg) if has_decoder else None
+        self.decoder = Decoder(cfg, with_cross=has_encoder) if has_decoder else None
+        out_vocab = cfg.tgt_vocab_size if has_decoder else cfg.src_vocab_size
+        self.generator = nn.Linear(cfg.d_model, out_vocab)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+
+    def encode(self, src_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run the encoder: ``src_ids [B, S]`` -> ``(memory [B, S, d_model], src_mask)``."""
+        if self.encoder is None:
+            raise ValueError("this configuration has no encoder")
+        src_mask = padding_mask(src_ids, self.cfg.pad_id)  # [batch, 1, 1, key]
+        return self.encoder(self.src_embed(src_ids), src_mask), src_mask
+
+    def decode(self, tgt_ids, memory=None, src_mask=None) -> torch.Tensor:
+        """Run the decoder: ``tgt_ids [B, T]`` -> ``[B, T, d_model]`` (causal + padding mask)."""
+        if self.decoder is None:
+            raise ValueError("this configuration has no decoder")
+        T = tgt_ids.size(1)
+        tgt_mask = causal_mask(T, tgt_ids.device) & padding_mask(tgt_ids, self.cfg.pad_id)
+        return self.decoder(self.tgt_embed(tgt_ids), tgt_mask, memory, src_mask)
+
+    def forward(self, src_ids=None, tgt_ids=None) -> torch.Tensor:
+        """Logits ``[B, L, vocab]`` for the target (or, encoder-only, the source) positions."""
+        family = self.cfg.family
+        if family == "encoder-only":
+            memory, _ = self.encode(src_ids)
+            return self.generator(memory)
+        if family == "decoder-only":
+            return self.generator(self.decode(tgt_ids))
+        memory, src_mask = self.encode(src_ids)
+        return self.generator(self.decode(tgt_ids, memory, src_mask))

@@ -1,0 +1,1 @@
+"""Streamlit pages (thin: widgets, cached loads, figures). Listed explicitly in app.py."""

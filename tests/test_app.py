@@ -1,0 +1,62 @@
+"""The app under Streamlit's AppTest: it runs, and the selectors drive the figures."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model import load
+from tests.conftest import ROOT, SEED_SENTENCE, plotly_array
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load("own-random", device="cpu").trace(SEED_SENTENCE)
+
+
+def _figures(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def _run_app() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["device"] = "cpu"
+    return at.run()
+
+
+def test_app_runs_without_exception():
+    at = _run_app()
+    assert not at.exception
+    assert at.title[0].value == "Explore attention"
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_changing_layer_and_head_shows_that_heads_weights(reference):
+    at = _run_app()
+    at.selectbox(key="kind").set_value("decoder.cross").run()
+    at.selectbox(key="layer").set_value(4).run()
+    at.selectbox(key="head").set_value(6).run()
+    assert not at.exception
+    heatmap, grid = _figures(at)
+    np.testing.assert_allclose(plotly_array(heatmap["data"][0]["z"]),
+                               reference.weights("decoder.cross", 4, 6), atol=1e-6)
+    for h in range(8):
+        np.testing.assert_allclose(plotly_array(grid["data"][h]["z"]),
+                                   reference.weights("decoder.cross", 4, h), atol=1e-6)
+    at.selectbox(key="head").set_value(1).run()
+    heatmap, _ = _figures(at)
+    np.testing.assert_allclose(plotly_array(heatmap["data"][0]["z"]),
+                               reference.weights("decoder.cross", 4, 1), atol=1e-6)
+
+
+def test_text_box_changes_the_tokens_and_empty_text_is_explained():
+    at = _run_app()
+    at.text_area(key="text").set_value("a dog and a cat").run()
+    heatmap, _ = _figures(at)
+    assert heatmap["layout"]["xaxis"]["ticktext"] == ["a", "dog", "and", "a", "cat"]
+    at.text_area(key="text").set_value("  ").run()
+    assert not at.exception
+    assert "Type some text" in at.info[0].value

@@ -1,0 +1,36 @@
+"""The served app in headless Chromium: the Explore page draws a readable heatmap."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.browser import CHROMIUM, ROOT, chromium_page, served_app
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (.ci/run "
+                       "installs it)"),
+]
+SHOTS = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "screenshots"))
+
+
+def test_explore_page_shows_the_seed_sentence_heatmap_with_six_distinct_labels():
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with served_app() as url, chromium_page() as page:
+        page.goto(url, wait_until="networkidle")
+        page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
+        page.wait_for_timeout(1500)
+        first_plot = page.locator(".js-plotly-plot").first
+        labels = first_plot.locator(".xtick text").all_text_contents()
+        assert labels == ["The", "cat", "sat", "on", "the", "mat"]
+        assert first_plot.locator(".ytick text").all_text_contents() == labels
+        assert page.locator("[data-testid='stException']").count() == 0
+        box = first_plot.bounding_box()
+        assert box["width"] > 300 and box["height"] > 300
+        page.screenshot(path=str(SHOTS / "explore.png"))
+        page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(SHOTS / "explore-grid.png"))

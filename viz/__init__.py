@@ -1,0 +1,8 @@
+"""Plotly figure builders: traces or plain arrays in, ``go.Figure`` out.
+
+Imports numpy and plotly only (never streamlit, torch or transformers). Builders are pure.
+"""
+
+from .heatmap import attention_heatmap, heads_grid
+
+__all__ = ["attention_heatmap", "heads_grid"]

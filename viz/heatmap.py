@@ -1,0 +1,134 @@
+"""Attention heatmaps: one head, and all heads of a layer side by side.
+
+Rows are query tokens (the one looking), columns key tokens (the one looked at), as in seed 4.3.
+Masked cells (forbidden by the model's mask) are drawn grey, apart from the white of a weight
+that is merely zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .labels import axis_ticks, check_weights, escape
+
+COLORSCALE = "Blues"
+MASK_COLOR = "#9e9e9e"
+HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"
+MASK_HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>masked (−∞ before softmax)" \
+             "<extra></extra>"
+
+
+def _hover_data(query_tokens: Sequence[str], key_tokens: Sequence[str]) -> np.ndarray:
+    """``[query, key, 2]`` strings: 'i: token' of the query and of the key of each cell."""
+    q = [f"{i}: {t}" for i, t in enumerate(escape(query_tokens))]
+    k = [f"{j}: {t}" for j, t in enumerate(escape(key_tokens))]
+    grid = np.empty((len(q), len(k), 2), dtype=object)
+    grid[..., 0] = np.array(q, dtype=object)[:, None]
+    grid[..., 1] = np.array(k, dtype=object)[None, :]
+    return grid
+
+
+def _head_traces(weights, allowed, customdata, coloraxis="coloraxis"):
+    """The weight heatmap and, where anything is masked, the grey mask layer."""
+    z = weights.copy()
+    traces = []
+    if allowed is not None and not allowed.all():
+        z[~allowed] = np.nan
+        mask_z = np.where(allowed, np.nan, 1.0)
+        traces.append(go.Heatmap(
+            z=mask_z, customdata=customdata, hovertemplate=MASK_HOVER, showscale=False,
+            colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]], name="masked", hoverongaps=False))
+    traces.insert(0, go.Heatmap(
+        z=z, customdata=customdata, hovertemplate=HOVER, coloraxis=coloraxis,
+        name="weights", hoverongaps=False))
+    return traces
+
+
+def _check_allowed(allowed, shape) -> np.ndarray | None:
+    if allowed is None:
+        return None
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape != shape:
+        raise ValueError(f"mask of shape {allowed.shape} does not match weights {shape}")
+    return allowed
+
+
+def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
+                      allowed=None, title: str = "") -> go.Figure:
+    """Heatmap of one head's attention.
+
+    Args:
+        weights: ``[query, key]`` weights (rows sum to 1).
+        query_tokens: labels of the rows.
+        key_tokens: labels of the columns.
+        allowed: optional bool ``[query, key]``; False cells are drawn as masked.
+        title: the figure's title.
+
+    Returns:
+        a figure whose first trace holds the weights (masked cells NaN) with a colour bar.
+    """
+    weights = check_weights(weights, query_tokens, key_tokens)
+    allowed = _check_allowed(allowed, weights.shape)
+    fig = go.Figure(_head_traces(weights, allowed, _hover_data(query_tokens, key_tokens)))
+    n_q, n_k = weights.shape
+    cell = max(6, min(48, 640 // max(n_q, n_k)))
+    fig.update_layout(
+        title=title, coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
+                                "colorbar": {"title": {"text": "weight"}}},
+        height=max(320, 140 + cell * n_q), width=None, plot_bgcolor="white",
+        margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
+    fig.update_xaxes(title_text="key (attended to)", side="bottom", tickangle=-45,
+                     showgrid=False, zeroline=False, **axis_ticks(key_tokens))
+    fig.update_yaxes(title_text="query (attending)", autorange="reversed", showgrid=False,
+                     zeroline=False, **axis_ticks(query_tokens))
+    return fig
+
+
+def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
+               allowed=None, cols: int = 4, title: str = "") -> go.Figure:
+    """All heads of one layer as small heatmaps on one colour scale.
+
+    Args:
+        layer_weights: ``[head, query, key]`` weights.
+        query_tokens, key_tokens: axis labels.
+        allowed: optional bool ``[query, key]`` mask shared by all heads.
+        cols: heads per row.
+        title: the figure's title.
+
+    Returns:
+        a figure with one weight trace per head (in head order, subplot titles ``head h``),
+        plus a mask trace after each where cells are masked.
+    """
+    layer_weights = check_weights(layer_weights, query_tokens, key_tokens, ndim=3)
+    n_heads, n_q, n_k = layer_weights.shape
+    allowed = _check_allowed(allowed, (n_q, n_k))
+    cols = max(1, min(cols, n_heads))
+    rows = math.ceil(n_heads / cols)
+    show_labels = max(n_q, n_k) <= 16
+    height = 80 + rows * 260
+    gap_px = 100 if show_labels else 40  # room for rotated tick labels above the next title
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_heads)],
+                        horizontal_spacing=0.05 if show_labels else 0.03,
+                        vertical_spacing=min(0.3, gap_px / height) if rows > 1 else 0.1)
+    customdata = _hover_data(query_tokens, key_tokens)
+    for h in range(n_heads):
+        row, col = divmod(h, cols)
+        for trace in _head_traces(layer_weights[h], allowed, customdata):
+            fig.add_trace(trace, row=row + 1, col=col + 1)
+        x_ticks = axis_ticks(key_tokens) if show_labels else {"showticklabels": False}
+        y_ticks = (axis_ticks(query_tokens) if show_labels and col == 0
+                   else {"showticklabels": False, "ticks": ""})
+        fig.update_xaxes(tickangle=-60, tickfont={"size": 9}, showgrid=False, zeroline=False,
+                         row=row + 1, col=col + 1, **x_ticks)
+        fig.update_yaxes(autorange="reversed", tickfont={"size": 9}, showgrid=False,
+                         zeroline=False, row=row + 1, col=col + 1, **y_ticks)
+    fig.update_layout(
+        title=title, coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
+                                "colorbar": {"title": {"text": "weight"}}},
+        height=height, plot_bgcolor="white", margin={"l": 70, "r": 30, "t": 70, "b": 50})
+    return fig

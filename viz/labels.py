@@ -1,0 +1,42 @@
+"""Token labels for axes and hovers: HTML-escaped, thinned out on long axes."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def escape(tokens: Sequence[str]) -> list[str]:
+    """Tokens made safe for Plotly's HTML-like text (``<bos>`` would otherwise vanish)."""
+    return [html.escape(str(t), quote=False) for t in tokens]
+
+
+def axis_ticks(tokens: Sequence[str], max_labels: int = 64) -> dict:
+    """Axis settings placing token labels at integer positions.
+
+    Plotly merges equal category labels, so positions are integers and tokens are tick text:
+    repeated tokens stay distinct. Past ``max_labels`` tokens only every k-th is labelled.
+
+    Returns:
+        dict for ``fig.update_xaxes``/``update_yaxes``: ``tickmode``, ``tickvals``, ``ticktext``.
+    """
+    n = len(tokens)
+    step = max(1, int(np.ceil(n / max_labels)))
+    positions = list(range(0, n, step))
+    labels = escape([tokens[i] for i in positions])
+    return {"tickmode": "array", "tickvals": positions, "ticktext": labels}
+
+
+def check_weights(weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str],
+                  ndim: int = 2) -> np.ndarray:
+    """Validate a ``[..., query, key]`` array against its token axes and return it as float."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != ndim:
+        raise ValueError(f"expected a {ndim}-D array of weights, got shape {weights.shape}")
+    if weights.shape[-2:] != (len(query_tokens), len(key_tokens)):
+        raise ValueError(
+            f"weights of shape {weights.shape} do not match {len(query_tokens)} query and "
+            f"{len(key_tokens)} key tokens")
+    return weights
