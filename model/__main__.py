@@ -17,7 +17,8 @@ n_kv_heads, ...). Load it with numpy.load(FILE).
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m model", description="Attention Explorer models.")
+    parser = argparse.ArgumentParser(prog="python -m model",
+                                     description="Attention Explorer models.")
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser(
         "export", help="write a model's attention on a text to .npz",

@@ -10,7 +10,8 @@ import torch
 def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
     """The fixed sinusoidal table of seed 3.4.
 
-    ``PE(pos, 2i) = sin(pos / 10000^(2i/d_model))``, ``PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))``.
+    ``PE(pos, 2i) = sin(pos / 10000^(2i/d_model))``,
+    ``PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))``.
 
     Args:
         n_positions: number of positions (rows).

@@ -117,7 +117,8 @@ class MultiHeadAttention(nn.Module):
             Q, K, V, mask, scores_hook=self.hook_scores, pattern_hook=self.hook_pattern
         )
         z = self.hook_z(z)  # [batch, head, query, d_k]
-        out = z.transpose(1, 2).contiguous().view(B, -1, self.h * self.d_k)  # [batch, query, d_model]
+        # [batch, head, query, d_k] -> [batch, query, d_model]
+        out = z.transpose(1, 2).contiguous().view(B, -1, self.h * self.d_k)
         return self.W_O(out), weights
 
 
