@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from .own import OwnModel
 
-BUNDLED = ("own-random",)
+BUNDLED = ("own-random", "own-translator")
 
 
 def load(spec: str, device: str = "auto"):
     """Load a model ready to :meth:`trace` text.
 
     Args:
-        spec: a bundled name (``own-random``).
+        spec: a bundled name (``own-random``, ``own-translator``).
         device: ``"auto"`` (CUDA when present, else CPU), ``"cpu"`` or ``"cuda"``.
 
     Returns:
@@ -19,4 +19,8 @@ def load(spec: str, device: str = "auto"):
     """
     if spec == "own-random":
         return OwnModel.random(device)
+    if spec == "own-translator":
+        from .translator import Translator
+
+        return Translator.from_files(device=device)
     raise ValueError(f"unknown model {spec!r}; bundled models: {', '.join(BUNDLED)}")

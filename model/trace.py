@@ -164,6 +164,10 @@ class AttentionTrace:
         self._check_index(name, layer, 0)
         return np.stack([self.weights(name, layer, h) for h in range(self.n_heads)])
 
+    def mean_weights(self, name: str, layer: int) -> np.ndarray:
+        """One layer's weights averaged over its heads: float32 ``[query, key]``."""
+        return self.layer_weights(name, layer).mean(axis=0)
+
     def stack(self, name: str) -> np.ndarray:
         """Every layer and head of ``name``: float32 ``[layer, head, query, key]``."""
         self._check_name(name)
@@ -195,7 +199,8 @@ class AttentionTrace:
 
     def _check_name(self, name: str) -> None:
         if name not in self.names:
-            raise ValueError(f"{name!r} is not in this {self.family} trace; choose from {self.names}")
+            raise ValueError(
+                f"{name!r} is not in this {self.family} trace; choose from {self.names}")
 
     def _check_index(self, name: str, layer: int, head: int) -> None:
         self._check_name(name)

@@ -1,0 +1,114 @@
+"""``own-translator``: the own encoder-decoder trained on the synthetic English→Chinese corpus.
+
+Greedy decoding writes one word at a time (seed 3.4 step 3). The trace of a translation holds
+the source, the full target (``<bos>`` and the words written) and the attention of every step:
+the decoder is causal, so row t of the final pass is exactly what step t saw (a test checks
+this against step-by-step decoding). ``steps`` holds each step's next-token distribution.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from .config import TransformerConfig
+from .device import resolve_device
+from .hooks import capture
+from .own import OwnModel, _is_pattern, stacks_from_capture
+from .tokenizer import BOS, EOS, WordVocab, split_words
+from .transformer import Transformer
+
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+WEIGHTS = WEIGHTS_DIR / "own-translator.safetensors"
+CARD = WEIGHTS_DIR / "own-translator.json"
+TOP_K = 5
+
+
+class Translator(OwnModel):
+    """The own encoder-decoder with fixed English and Chinese vocabularies."""
+
+    @classmethod
+    def from_files(cls, weights: Path = WEIGHTS, card: Path = CARD,
+                   device: str = "auto") -> Translator:
+        """Load the committed weights (safetensors) and their card (config, vocabularies)."""
+        if not weights.exists() or not card.exists():
+            raise ValueError(f"own-translator weights are missing ({weights}); train them with "
+                             f"`python -m model.train`")
+        info = json.loads(card.read_text(encoding="utf-8"))
+        cfg = TransformerConfig(**info["config"])
+        network = Transformer(cfg)
+        network.load_state_dict(load_file(str(weights)))
+        model = cls("own-translator", network, resolve_device(device),
+                    WordVocab(info["src_vocab"][4:]), WordVocab(info["tgt_vocab"][4:]))
+        model.card = info
+        return model
+
+    @torch.inference_mode()
+    def translate_ids(self, src_ids: list[list[int]],
+                      max_len: int | None = None) -> list[list[int]]:
+        """Greedy-decode a batch of source id lists; returns target ids without bos/eos."""
+        pad = self.config.pad_id
+        width = max(len(s) for s in src_ids)
+        src = torch.full((len(src_ids), width), pad, dtype=torch.long)
+        for row, ids in enumerate(src_ids):
+            src[row, :len(ids)] = torch.tensor(ids)
+        src = src.to(self.device)  # [batch, source]
+        memory, src_mask = self.network.encode(src)
+        max_len = max_len or 2 * width + 10
+        bos, eos = self.tgt_vocab.bos_id, self.tgt_vocab.eos_id
+        out = torch.full((len(src_ids), 1), bos, dtype=torch.long, device=self.device)
+        done = torch.zeros(len(src_ids), dtype=torch.bool, device=self.device)
+        for _ in range(max_len):
+            logits = self.network.generator(self.network.decode(out, memory, src_mask)[:, -1])
+            next_id = logits.argmax(-1).masked_fill(done, pad)  # [batch]
+            out = torch.cat([out, next_id[:, None]], dim=1)
+            done |= next_id == eos
+            if done.all():
+                break
+        results = []
+        for row in out[:, 1:].tolist():
+            results.append(row[:row.index(eos)] if eos in row else [i for i in row if i != pad])
+        return results
+
+    def translate(self, text: str) -> str:
+        """Greedy translation of ``text`` (Chinese words separated by spaces)."""
+        ids = self.src_vocab.encode(split_words(text))
+        return " ".join(self.tgt_vocab.decode(self.translate_ids([ids])[0]))
+
+    def trace(self, text: str, target: str | None = None):
+        """Translate ``text`` greedily (or teacher-force ``target``) and capture every step.
+
+        Returns:
+            an encoder-decoder :class:`~model.trace.AttentionTrace`; ``target_tokens`` are
+            ``<bos>`` and the written words; ``steps[t]`` is the distribution from which word
+            ``t + 1`` (or ``<eos>``) was chosen, with its top-5 tokens.
+        """
+        words = split_words(text)
+        if not words:
+            raise ValueError("the text holds no words")
+        src_ids = self.src_vocab.encode(words)
+        if target is None:
+            tgt_ids = self.translate_ids([src_ids])[0]
+        else:
+            tgt_ids = self.tgt_vocab.encode(split_words(target))
+        dec_in = [self.tgt_vocab.bos_id, *tgt_ids]
+        src = torch.tensor([src_ids], device=self.device)  # [batch, source]
+        tgt = torch.tensor([dec_in], device=self.device)  # [batch, target]
+        with torch.inference_mode(), capture(self.network, _is_pattern) as store:
+            logits = self.network(src_ids=src, tgt_ids=tgt)[0]  # [target, vocab]
+        probs = torch.softmax(logits.float(), dim=-1)
+        top = probs.topk(TOP_K, dim=-1)
+        chosen = [*self.tgt_vocab.decode(tgt_ids), EOS]
+        steps = [
+            {"step": t, "token": chosen[t],
+             "probability": float(probs[t, ([*tgt_ids, self.tgt_vocab.eos_id])[t]]),
+             "top_k": [[self.tgt_vocab.itos[i], float(p)]
+                       for p, i in zip(top.values[t].tolist(), top.indices[t].tolist())]}
+            for t in range(len(dec_in))
+        ]
+        tokens = dict(source_tokens=words, source_ids=src_ids,
+                      target_tokens=[BOS, *self.tgt_vocab.decode(tgt_ids)], target_ids=dec_in)
+        return self._make_trace(stacks_from_capture(store), tokens, steps=steps)
