@@ -60,3 +60,45 @@ def test_text_box_changes_the_tokens_and_empty_text_is_explained():
     at.text_area(key="text").set_value("  ").run()
     assert not at.exception
     assert "Type some text" in at.info[0].value
+
+
+def _translate_page() -> AppTest:
+    at = _run_app()
+    at.switch_page("app_pages/translate.py").run()
+    return at
+
+
+def test_translate_page_translates_the_seed_sentence():
+    at = _translate_page()
+    assert not at.exception
+    assert at.title[0].value == "Translate English → Chinese"
+    assert any("猫 坐 在 垫子 上" in m.value for m in at.markdown)
+    assert len(at.get("plotly_chart")) == 4
+
+
+def test_step_slider_moves_every_figure_to_that_step():
+    translator = load("own-translator", device="cpu")
+    reference = translator.trace(SEED_SENTENCE)
+    at = _translate_page()
+    at.slider(key="step").set_value(2).run()
+    self_fig, cross_fig, _, topk_fig = _figures(at)
+    assert plotly_array(self_fig["data"][0]["z"]).shape == (2, 2)
+    last = reference.layers("decoder.cross") - 1
+    np.testing.assert_allclose(plotly_array(cross_fig["data"][0]["x"]),
+                               reference.mean_weights("decoder.cross", last)[1], atol=1e-6)
+    assert topk_fig["layout"]["yaxis"]["ticktext"][0] == "坐"
+    at.slider(key="step").set_value(4).run()
+    self_fig, cross_fig, _, topk_fig = _figures(at)
+    assert plotly_array(self_fig["data"][0]["z"]).shape == (4, 4)
+    np.testing.assert_allclose(plotly_array(cross_fig["data"][0]["x"]),
+                               reference.mean_weights("decoder.cross", last)[3], atol=1e-6)
+    assert topk_fig["layout"]["yaxis"]["ticktext"][0] == "垫子"
+
+
+def test_unknown_words_are_reported_not_dropped():
+    at = _translate_page()
+    at.text_input(key="translate_text").set_value("The zebra sat on the spaceship").run()
+    assert not at.exception
+    message = at.error[0].value
+    assert "“zebra”" in message and "“spaceship”" in message
+    assert not at.get("plotly_chart")

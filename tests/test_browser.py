@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,34 @@ def test_explore_page_shows_the_seed_sentence_heatmap_with_six_distinct_labels()
         page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()
         page.wait_for_timeout(500)
         page.screenshot(path=str(SHOTS / "explore-grid.png"))
+
+
+def test_translate_page_shows_translation_and_four_readable_figures():
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with served_app() as url, chromium_page() as page:
+        page.goto(f"{url}/translate", wait_until="networkidle")
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
+                               timeout=120_000)
+        page.wait_for_timeout(1500)
+        assert page.get_by_text("猫 坐 在 垫子 上").count() >= 1
+        assert page.locator("[data-testid='stException']").count() == 0
+        cross = page.locator(".js-plotly-plot").nth(1)
+        assert cross.locator(".ytick text").all_text_contents() == [
+            "The", "cat", "sat", "on", "the", "mat"]
+        page.screenshot(path=str(SHOTS / "translate.png"))
+        page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(SHOTS / "translate-middle.png"))
+        page.locator(".js-plotly-plot").nth(3).scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(SHOTS / "translate-bottom.png"))
+
+
+def test_a_deep_link_on_a_fresh_server_runs_inside_the_apps_frame():
+    with served_app() as url, chromium_page() as page:
+        page.goto(f"{url}/translate", wait_until="networkidle")
+        page.wait_for_selector("[data-testid='stSidebarNav']", timeout=120_000)
+        nav = page.locator("[data-testid='stSidebarNav'] a").all_text_contents()
+        assert [re.sub(r"^\W+", "", n.strip()) for n in nav] == ["Explore", "Translate"]
+        # the frame's shared sidebar is there too
+        page.get_by_text("Device", exact=True).first.wait_for(timeout=60_000)

@@ -59,7 +59,8 @@ def _check_allowed(allowed, shape) -> np.ndarray | None:
 
 
 def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
-                      allowed=None, title: str = "") -> go.Figure:
+                      allowed=None, title: str = "", x_title: str = "key (attended to)",
+                      y_title: str = "query (attending)") -> go.Figure:
     """Heatmap of one head's attention.
 
     Args:
@@ -68,6 +69,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         key_tokens: labels of the columns.
         allowed: optional bool ``[query, key]``; False cells are drawn as masked.
         title: the figure's title.
+        x_title, y_title: axis titles.
 
     Returns:
         a figure whose first trace holds the weights (masked cells NaN) with a colour bar.
@@ -82,9 +84,9 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
                                 "colorbar": {"title": {"text": "weight"}}},
         height=max(320, 140 + cell * n_q), width=None, plot_bgcolor="white",
         margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
-    fig.update_xaxes(title_text="key (attended to)", side="bottom", tickangle=-45,
+    fig.update_xaxes(title_text=x_title, side="bottom", tickangle=-45,
                      showgrid=False, zeroline=False, **axis_ticks(key_tokens))
-    fig.update_yaxes(title_text="query (attending)", autorange="reversed", showgrid=False,
+    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False,
                      zeroline=False, **axis_ticks(query_tokens))
     return fig
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from pages.cache import get_trace
-from pages.common import DEFAULT_TEXT, settings
+from app_pages.cache import get_trace
+from app_pages.common import DEFAULT_TEXT, settings
 
 KIND_LABELS = {
     "encoder.self": "encoder self-attention",

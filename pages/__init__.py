@@ -1,1 +1,0 @@
-"""Streamlit pages (thin: widgets, cached loads, figures). Listed explicitly in app.py."""
