@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from app_pages.cache import get_trace
+from app_pages.cache import get_model, get_trace
 from app_pages.common import DEFAULT_TEXT, settings
 
 KIND_LABELS = {
@@ -16,13 +16,27 @@ KIND_LABELS = {
 
 st.title("Explore attention")
 spec, device = settings()
+if not spec:
+    st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
+    st.stop()
+try:
+    loaded = get_model(spec, device)
+except ValueError as error:
+    st.error(f"Could not load {spec}: {error}")
+    st.stop()
+
 text = st.text_area("Text", DEFAULT_TEXT, key="text", height=80,
-                    help="Type a sentence; words and punctuation become tokens.")
+                    help="Type or paste text; it is tokenised as the model does.")
+target = None
+if loaded.family == "encoder-decoder":
+    target = st.text_input("Target text (optional)", key="target",
+                           help="Teacher-forced output. Leave empty to trace the model's own "
+                                "greedy output.").strip() or None
 if not text.strip():
     st.info("Type some text to see its attention.")
     st.stop()
 try:
-    trace = get_trace(spec, device, text)
+    trace = get_trace(spec, device, text, target)
 except ValueError as error:
     st.error(str(error))
     st.stop()
@@ -32,10 +46,13 @@ name = left.selectbox("Attention", trace.names, key="kind",
                       format_func=lambda n: f"{n} · {KIND_LABELS[n]}")
 n_layers = trace.layers(name)
 layer = mid.selectbox("Layer", range(n_layers), key="layer") if n_layers > 1 else 0
-head = right.selectbox("Head", range(trace.n_heads), key="head")
+group = trace.n_heads // trace.n_kv_heads
+head = right.selectbox("Head", range(trace.n_heads), key="head",
+                       format_func=lambda h: f"{h} (K/V head {trace.kv_head(h)})" if group > 1
+                       else str(h))
 
 q_tokens, k_tokens = trace.axes(name)
-allowed = trace.mask(name)
+allowed = trace.mask(name, layer)
 st.plotly_chart(
     viz.attention_heatmap(trace.weights(name, layer, head), q_tokens, k_tokens, allowed=allowed,
                           title=f"{name} · layer {layer} · head {head}"),
@@ -44,7 +61,12 @@ st.caption("Rows: the token that is looking (query). Columns: the token it looks
            "Each row sums to 1. Grey cells are masked: the model may not look there.")
 
 st.subheader(f"All {trace.n_heads} heads of layer {layer}")
+if group > 1:
+    st.caption(f"Grouped-query attention: {trace.n_kv_heads} key/value heads, each shared by "
+               f"{group} consecutive query heads.")
 st.plotly_chart(viz.heads_grid(trace.layer_weights(name, layer), q_tokens, k_tokens,
-                               allowed=allowed), key="heads_grid")
-st.caption(f"{trace.model} · {trace.family} · {trace.n_layers} layers × {trace.n_heads} heads · "
-           f"{trace.positional} positions · ran on {trace.device} ({trace.dtype})")
+                               allowed=allowed, cols=3 if trace.n_heads % 3 == 0 else 4),
+                key="heads_grid")
+st.caption(f"{trace.model} · {trace.family} · {trace.n_layers} layers × {trace.n_heads} heads"
+           f"{f' ({trace.n_kv_heads} K/V)' if group > 1 else ''} · {trace.positional} positions"
+           f" · ran on {trace.device} ({trace.dtype})")

@@ -102,3 +102,44 @@ def test_unknown_words_are_reported_not_dropped():
     message = at.error[0].value
     assert "“zebra”" in message and "“spaceship”" in message
     assert not at.get("plotly_chart")
+
+
+@pytest.mark.slow
+def test_explore_page_runs_with_minilm():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.session_state["device"] = "cpu"
+    at.run()
+    at.selectbox(key="model_choice").set_value("minilm").run()
+    assert not at.exception and not at.error
+    heatmap, grid = _figures(at)
+    assert heatmap["layout"]["xaxis"]["ticktext"][0] == "[CLS]"
+    assert len([d for d in grid["data"] if d["name"] == "weights"]) == 12
+
+
+def test_explore_page_runs_with_a_tiny_local_checkpoint(tmp_path):
+    from tests.tiny_models import build_tiny_checkpoints
+
+    path = build_tiny_checkpoints(tmp_path)["llama"]
+    reference = load(str(path), device="cpu").trace(SEED_SENTENCE)
+    at = _run_app()
+    at.selectbox(key="model_choice").set_value("other…").run()
+    assert "hub id" in at.info[0].value
+    at.text_input(key="model_other").set_value(str(path)).run()
+    assert not at.exception and not at.error
+    at.selectbox(key="head").set_value(3).run()
+    heatmap, _ = _figures(at)
+    z = plotly_array(heatmap["data"][0]["z"])
+    allowed = reference.mask("decoder.self")
+    np.testing.assert_allclose(z[allowed], reference.weights("decoder.self", 0, 3)[allowed],
+                               atol=1e-6)
+    assert np.isnan(z[~allowed]).all()
+    assert "K/V head 1" in at.selectbox(key="head").format_func(3)
+
+
+def test_an_unreachable_hub_id_is_explained_on_the_page(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = _run_app()
+    at.selectbox(key="model_choice").set_value("other…").run()
+    at.text_input(key="model_other").set_value("someone/not-cached").run()
+    assert not at.exception
+    assert "hub cannot be reached" in at.error[0].value

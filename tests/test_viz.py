@@ -67,6 +67,31 @@ def test_builders_reject_weights_that_do_not_match_the_tokens():
 
 def test_long_axes_label_a_readable_subset():
     tokens = [f"t{i}" for i in range(300)]
-    fig = viz.attention_heatmap(np.full((300, 300), 1 / 300), tokens, tokens)
+    fig = viz.attention_heatmap(np.full((300, 300), 1 / 300), tokens, tokens, max_side=300)
     assert len(fig.layout.xaxis.tickvals) <= 64
     assert fig.layout.xaxis.ticktext[1] == tokens[fig.layout.xaxis.tickvals[1]]
+
+
+def test_long_inputs_are_drawn_in_blocks_that_keep_rows_summing_to_one():
+    from viz.pooling import pool_weights
+
+    rng = np.random.default_rng(0)
+    n = 1000
+    w = np.tril(rng.random((n, n)))
+    w /= w.sum(-1, keepdims=True)
+    tokens = [f"t{i}" for i in range(n)]
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    fig = viz.attention_heatmap(w, tokens, tokens, allowed=allowed, max_side=256)
+    z = _z(fig.data[0])
+    assert z.shape == (250, 250)  # blocks of 4 tokens
+    expected = w.reshape(250, 4, 250, 4).sum(axis=3).mean(axis=1)
+    finite = ~np.isnan(z)
+    np.testing.assert_allclose(z[finite], expected[finite], atol=1e-12)
+    np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-9)
+    assert np.isnan(z[0, 1]) and not np.isnan(z[1, 0])  # whole blocks above the diagonal masked
+    assert "blocks of 4×4" in fig.layout.title.text
+    assert fig.layout.xaxis.ticktext[0] == "0–3: t0…t3"
+    assert len(fig.layout.xaxis.ticktext) <= 64
+    grid = viz.heads_grid(np.stack([w, w]), tokens, tokens, max_side=64)
+    assert _z(grid.data[0]).shape == (63, 63)
+    np.testing.assert_allclose(pool_weights(w, 16, 16).sum(-1), 1.0, atol=1e-9)

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .labels import axis_ticks, check_weights, escape
+from .pooling import block_factor, block_labels, pool_allowed, pool_weights
 
 COLORSCALE = "Blues"
 MASK_COLOR = "#9e9e9e"
@@ -58,9 +59,22 @@ def _check_allowed(allowed, shape) -> np.ndarray | None:
     return allowed
 
 
+def _pooled(weights, allowed, query_tokens, key_tokens, max_side: int):
+    """Pool long axes into blocks; returns weights, mask, labels and a note for the title."""
+    n_q, n_k = weights.shape[-2:]
+    fq, fk = block_factor(n_q, max_side), block_factor(n_k, max_side)
+    if fq == fk == 1:
+        return weights, allowed, list(query_tokens), list(key_tokens), ""
+    weights = pool_weights(weights, fq, fk)
+    allowed = None if allowed is None else pool_allowed(allowed, fq, fk)
+    note = (f"{n_q}×{n_k} tokens in blocks of {fq}×{fk}: rows average the block's queries, "
+            f"cells sum the block's keys")
+    return weights, allowed, block_labels(query_tokens, fq), block_labels(key_tokens, fk), note
+
+
 def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
                       allowed=None, title: str = "", x_title: str = "key (attended to)",
-                      y_title: str = "query (attending)") -> go.Figure:
+                      y_title: str = "query (attending)", max_side: int = 256) -> go.Figure:
     """Heatmap of one head's attention.
 
     Args:
@@ -70,12 +84,18 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         allowed: optional bool ``[query, key]``; False cells are drawn as masked.
         title: the figure's title.
         x_title, y_title: axis titles.
+        max_side: longest axis drawn cell by cell; longer axes are pooled into blocks of
+            tokens (see :mod:`viz.pooling`) and the title says so.
 
     Returns:
         a figure whose first trace holds the weights (masked cells NaN) with a colour bar.
     """
     weights = check_weights(weights, query_tokens, key_tokens)
     allowed = _check_allowed(allowed, weights.shape)
+    weights, allowed, query_tokens, key_tokens, note = _pooled(
+        weights, allowed, query_tokens, key_tokens, max_side)
+    if note:
+        title = f"{title}<br><sup>{note}</sup>" if title else note
     fig = go.Figure(_head_traces(weights, allowed, _hover_data(query_tokens, key_tokens)))
     n_q, n_k = weights.shape
     cell = max(6, min(48, 640 // max(n_q, n_k)))
@@ -92,7 +112,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
 
 
 def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
-               allowed=None, cols: int = 4, title: str = "") -> go.Figure:
+               allowed=None, cols: int = 4, title: str = "", max_side: int = 64) -> go.Figure:
     """All heads of one layer as small heatmaps on one colour scale.
 
     Args:
@@ -101,14 +121,19 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         allowed: optional bool ``[query, key]`` mask shared by all heads.
         cols: heads per row.
         title: the figure's title.
+        max_side: longest axis drawn cell by cell in each small heatmap; longer are pooled.
 
     Returns:
         a figure with one weight trace per head (in head order, subplot titles ``head h``),
         plus a mask trace after each where cells are masked.
     """
     layer_weights = check_weights(layer_weights, query_tokens, key_tokens, ndim=3)
+    allowed = _check_allowed(allowed, layer_weights.shape[1:])
+    layer_weights, allowed, query_tokens, key_tokens, note = _pooled(
+        layer_weights, allowed, query_tokens, key_tokens, max_side)
+    if note:
+        title = f"{title}<br><sup>{note}</sup>" if title else note
     n_heads, n_q, n_k = layer_weights.shape
-    allowed = _check_allowed(allowed, (n_q, n_k))
     cols = max(1, min(cols, n_heads))
     rows = math.ceil(n_heads / cols)
     show_labels = max(n_q, n_k) <= 16
