@@ -161,8 +161,8 @@ class LazyAttention:
             full = mask if mask.dtype == bool else mask > np.finfo(np.float32).min / 2
         return full[np.ix_(self.q_index, self.k_index)]
 
-    def scores(self, layer: int, head: int) -> np.ndarray:
-        """Scores before softmax as the model computed them, -inf where masked: ``[query, key]``."""
+    def raw_scores(self, layer: int, head: int) -> np.ndarray:
+        """Scores before the mask, position bias and soft-capping included: ``[query, key]``."""
         call = self.calls[layer]
         b = self.batch
         group = self.n_heads // call.k.shape[1]
@@ -174,6 +174,13 @@ class LazyAttention:
             scores = scores + bias[np.ix_(self.q_index, self.k_index)]
         if call.softcap:
             scores = np.tanh(scores / call.softcap) * call.softcap
+        return scores.astype(np.float32)
+
+    def scores(self, layer: int, head: int) -> np.ndarray:
+        """Scores going into softmax: -inf where masked (additive masks added): ``[query, key]``."""
+        call = self.calls[layer]
+        b = self.batch
+        scores = self.raw_scores(layer, head)
         if call.mask is not None and call.mask.dtype != bool:
             mask = call.mask[min(b, call.mask.shape[0] - 1), min(head, call.mask.shape[1] - 1)]
             scores = scores + mask[np.ix_(self.q_index, self.k_index)]

@@ -26,15 +26,18 @@ from .transformer import Transformer
 
 RANDOM_SEED = 0
 RANDOM_VOCAB = 1024
-_HOOK_NAME = re.compile(r"(encoder|decoder)\.layers\.(\d+)\.(self|cross)_attn\.hook_pattern")
+_HOOK_NAME = re.compile(
+    r"(encoder|decoder)\.layers\.(\d+)\.(self|cross)_attn\.(hook_pattern|hook_scores)")
 
 
-def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0) -> dict:
-    """Turn captured ``hook_pattern`` tensors into trace arrays.
+def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0,
+                        hook: str = "hook_pattern") -> dict:
+    """Turn captured ``hook_pattern`` (or ``hook_scores``) tensors into trace arrays.
 
     Args:
         store: ``hook name -> [batch, head, query, key]`` from :func:`model.hooks.capture`.
         batch_index: which sequence of the batch to keep.
+        hook: which hook point's values to collect.
 
     Returns:
         ``{"encoder.self" | "decoder.self" | "decoder.cross": float32 [layer, head, query, key]}``.
@@ -42,9 +45,9 @@ def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0) ->
     per_kind: dict[str, dict[int, np.ndarray]] = {}
     for hook_name, tensor in store.items():
         match = _HOOK_NAME.fullmatch(hook_name)
-        if match is None:
+        if match is None or match.group(4) != hook:
             continue
-        stack, layer, kind = match.groups()
+        stack, layer, kind, _ = match.groups()
         pattern = tensor[batch_index].float().cpu().numpy()  # [head, query, key]
         per_kind.setdefault(f"{stack}.{kind}", {})[int(layer)] = pattern
     return {
@@ -129,14 +132,15 @@ class OwnModel:
         else:
             src = tgt = torch.tensor([src_ids], device=self.device)  # [batch, pos]
             tokens = dict(tokens=words, ids=src_ids)
-        with torch.inference_mode(), capture(self.network, _is_pattern) as store:
+        with torch.inference_mode(), capture(self.network, _is_attention) as store:
             self.network(src_ids=src, tgt_ids=tgt)
-        return self._make_trace(stacks_from_capture(store), tokens)
+        return self._make_trace(store, tokens)
 
-    def _make_trace(self, attention: dict, tokens: dict, steps=()) -> AttentionTrace:
+    def _make_trace(self, store: dict, tokens: dict, steps=()) -> AttentionTrace:
         cfg = self.config
         return AttentionTrace(
-            model=self.name, family=self.family, attention=attention,
+            model=self.name, family=self.family, attention=stacks_from_capture(store),
+            raw_scores=stacks_from_capture(store, hook="hook_scores"),
             n_heads=cfg.n_heads, n_kv_heads=cfg.n_heads, positional=cfg.positional,
             device=str(self.device), dtype=str(next(self.network.parameters()).dtype)
             .removeprefix("torch."), steps=steps,
@@ -147,5 +151,5 @@ class OwnModel:
         )
 
 
-def _is_pattern(name: str) -> bool:
-    return name.endswith("hook_pattern")
+def _is_attention(name: str) -> bool:
+    return name.endswith(("hook_pattern", "hook_scores"))

@@ -58,6 +58,8 @@ class AttentionTrace:
         steps: per generation step, the next-token distribution (``{"step", "token",
             "top_k": [[token, probability], ...]}``); empty when nothing was generated.
         meta: further JSON-able facts (``sliding_window``, layer counts per stack, ...).
+        raw_scores: optional ``name -> [layer, head, query, key]`` scores QKᵀ/√d_k before the
+            mask (the own models record them); lazy stores compute them instead. Not exported.
     """
 
     model: str
@@ -76,6 +78,7 @@ class AttentionTrace:
     dtype: str = "float32"
     steps: tuple = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
+    raw_scores: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -114,6 +117,13 @@ class AttentionTrace:
                     f"{q_len} queries, {k_len} keys] to match the tokens")
             arrays[name] = array
         object.__setattr__(self, "attention", arrays)
+        if self.raw_scores is not None:
+            scores = {}
+            for name, array in self.raw_scores.items():
+                if name not in arrays or tuple(array.shape) != tuple(arrays[name].shape):
+                    raise ValueError(f"raw_scores[{name!r}] does not match the attention arrays")
+                scores[name] = _readonly(np.asarray(array, dtype=np.float32))
+            object.__setattr__(self, "raw_scores", scores)
         object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "meta", dict(self.meta))
 
@@ -163,6 +173,25 @@ class AttentionTrace:
         """All heads of one layer: float32 ``[head, query, key]``."""
         self._check_index(name, layer, 0)
         return np.stack([self.weights(name, layer, h) for h in range(self.n_heads)])
+
+    def scores(self, name: str, layer: int, head: int) -> np.ndarray:
+        """Scores of one head before the mask and softmax: float32 ``[query, key]``.
+
+        They include what the model adds before masking (T5's position bias, soft-capping).
+        """
+        self._check_index(name, layer, head)
+        store = self.attention[name]
+        if hasattr(store, "raw_scores"):
+            return np.asarray(store.raw_scores(layer, head), dtype=np.float32)
+        if self.raw_scores is None or name not in self.raw_scores:
+            raise ValueError("this trace holds no scores (an export keeps weights only); "
+                             "run the model again to see them")
+        return np.asarray(self.raw_scores[name][layer, head], dtype=np.float32)
+
+    def masked_scores(self, name: str, layer: int, head: int) -> np.ndarray:
+        """Scores with -inf where the mask forbids attention: what goes into the softmax."""
+        return np.where(self.mask(name, layer), self.scores(name, layer, head), -np.inf
+                        ).astype(np.float32)
 
     def mean_weights(self, name: str, layer: int) -> np.ndarray:
         """One layer's weights averaged over its heads: float32 ``[query, key]``."""

@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 from .config import TransformerConfig
 from .device import resolve_device
 from .hooks import capture
-from .own import OwnModel, _is_pattern, stacks_from_capture
+from .own import OwnModel, _is_attention
 from .tokenizer import BOS, EOS, WordVocab, split_words
 from .transformer import Transformer
 
@@ -97,7 +97,7 @@ class Translator(OwnModel):
         dec_in = [self.tgt_vocab.bos_id, *tgt_ids]
         src = torch.tensor([src_ids], device=self.device)  # [batch, source]
         tgt = torch.tensor([dec_in], device=self.device)  # [batch, target]
-        with torch.inference_mode(), capture(self.network, _is_pattern) as store:
+        with torch.inference_mode(), capture(self.network, _is_attention) as store:
             logits = self.network(src_ids=src, tgt_ids=tgt)[0]  # [target, vocab]
         probs = torch.softmax(logits.float(), dim=-1)
         top = probs.topk(TOP_K, dim=-1)
@@ -111,4 +111,4 @@ class Translator(OwnModel):
         ]
         tokens = dict(source_tokens=words, source_ids=src_ids,
                       target_tokens=[BOS, *self.tgt_vocab.decode(tgt_ids)], target_ids=dec_in)
-        return self._make_trace(stacks_from_capture(store), tokens, steps=steps)
+        return self._make_trace(store, tokens, steps=steps)

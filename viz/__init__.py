@@ -4,6 +4,20 @@ Imports numpy and plotly only (never streamlit, torch or transformers). Builders
 """
 
 from .bars import distribution_bars
+from .head_view import head_view
 from .heatmap import attention_heatmap, heads_grid
+from .mask_view import mask_view
+from .model_view import model_view, selected_head
+from .positional import (
+    clock_hands,
+    rope_circles,
+    rope_offsets,
+    rope_periods,
+    similarity_matrix,
+    sinusoidal_heatmap,
+)
+from .stats import stats_heatmap
 
-__all__ = ["attention_heatmap", "distribution_bars", "heads_grid"]
+__all__ = ["attention_heatmap", "clock_hands", "distribution_bars", "head_view", "heads_grid",
+           "mask_view", "model_view", "rope_circles", "rope_offsets", "rope_periods",
+           "selected_head", "similarity_matrix", "sinusoidal_heatmap", "stats_heatmap"]

@@ -1,0 +1,83 @@
+"""Positional-encoding data for the views, as numpy: the seed's table, RoPE, the model's own.
+
+Uses :mod:`model.positional` (torch) for the formulas and hands plain arrays to viz/.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .positional import rope_frequencies, rope_rotate, sinusoidal_table
+
+
+def sinusoidal(n_positions: int, d_model: int) -> np.ndarray:
+    """The seed's table ``[position, dimension]`` as float64 numpy."""
+    return sinusoidal_table(n_positions, d_model).double().numpy()
+
+
+def dot_similarity(vectors: np.ndarray) -> np.ndarray:
+    """Position × position dot products of ``[position, dim]`` vectors."""
+    return vectors @ vectors.T
+
+
+def cosine_similarity(vectors: np.ndarray) -> np.ndarray:
+    """Position × position cosine similarities."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    unit = vectors / np.where(norms > 0, norms, 1)
+    return unit @ unit.T
+
+
+def rope_thetas(d_head: int, base: float = 10000.0) -> np.ndarray:
+    """Radians per position of each RoPE pair, ``[d_head / 2]``."""
+    return rope_frequencies(d_head, base).numpy()
+
+
+def rope_offset_scores(n_positions: int = 24, d_head: int = 64, base: float = 10000.0,
+                       seed: int = 0) -> np.ndarray:
+    """q·k after RoPE for one random q at positions m and one random k at positions n.
+
+    Returns:
+        float64 ``[m, n]``; constant along each diagonal (it depends on m − n only).
+    """
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(d_head, generator=generator, dtype=torch.float64)
+    k = torch.randn(d_head, generator=generator, dtype=torch.float64)
+    positions = torch.arange(n_positions)
+    q_rot = rope_rotate(q.expand(n_positions, d_head), positions, base)  # [m, d_head]
+    k_rot = rope_rotate(k.expand(n_positions, d_head), positions, base)  # [n, d_head]
+    return (q_rot @ k_rot.T).numpy()
+
+
+def model_positions(loaded, n_positions: int = 64) -> dict:
+    """What the loaded model uses for positions.
+
+    Returns:
+        ``{"scheme": ...}`` plus, for learned embeddings, ``"similarity"`` (cosine, first
+        ``n_positions`` positions) and ``"parameter"``; for RoPE, ``"theta"`` (the base),
+        ``"d_head"`` and ``"periods"`` (positions per turn of each pair); for the sinusoidal
+        own models, ``"table"``.
+    """
+    from .hf import HFModel, positional_scheme, rope_theta
+
+    if not isinstance(loaded, HFModel):
+        cfg = loaded.config
+        if cfg.positional == "rope":
+            return {"scheme": "rope", "theta": cfg.rope_base, "d_head": cfg.d_head,
+                    "periods": 2 * np.pi / rope_thetas(cfg.d_head, cfg.rope_base)}
+        return {"scheme": "sinusoidal", "table": sinusoidal(n_positions, cfg.d_model)}
+    cfg = loaded.config
+    scheme = positional_scheme(cfg)
+    if scheme == "rope":
+        d_head = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        theta = rope_theta(cfg) or 10000.0
+        return {"scheme": "rope", "theta": theta, "d_head": d_head,
+                "periods": 2 * np.pi / rope_thetas(d_head, theta)}
+    for name, parameter in loaded.model.named_parameters():
+        lowered = name.lower()
+        if parameter.ndim == 2 and ("position" in lowered or "wpe" in lowered) and \
+                ("embed" in lowered or "wpe" in lowered):
+            vectors = parameter.detach().float().cpu().numpy()[:n_positions]
+            return {"scheme": scheme, "parameter": name,
+                    "similarity": cosine_similarity(vectors)}
+    return {"scheme": scheme}

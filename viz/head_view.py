@@ -1,0 +1,96 @@
+"""Head view: lines from each query token (left) to each key token (right), one colour a head.
+
+Line opacity is the attention weight (quantised to a few levels so that a head needs only a
+few traces); weights under ``min_weight`` are not drawn. ``focus`` keeps only the lines of one
+query token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .labels import escape
+
+HEAD_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
+               "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939")
+LEVELS = 8
+MAX_TOKENS = 160
+
+
+def head_color(head: int) -> str:
+    """The colour of a head in every head-coloured view."""
+    return HEAD_COLORS[head % len(HEAD_COLORS)]
+
+
+def _rgba(color: str, alpha: float) -> str:
+    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha:.3f})"
+
+
+def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
+              heads: Sequence[int], focus: int | None = None, min_weight: float = 0.02,
+              title: str = "", left_title: str = "query", right_title: str = "key"
+              ) -> go.Figure:
+    """Token-to-token lines for the chosen heads of one layer.
+
+    Args:
+        layer_weights: ``[head, query, key]``.
+        query_tokens, key_tokens: labels of the left and right columns.
+        heads: which heads to draw (each in its colour).
+        focus: a query index whose lines alone are drawn (None: every query).
+        min_weight: lighter lines are left out.
+        title, left_title, right_title: titles.
+
+    Returns:
+        a figure: per head up to ``LEVELS`` line traces (``name`` = ``head h``,
+        ``meta`` = ``{"head": h, "weight": level}``), then the two token columns.
+    """
+    w = np.asarray(layer_weights, dtype=np.float64)
+    if w.ndim != 3 or w.shape[1:] != (len(query_tokens), len(key_tokens)):
+        raise ValueError(f"weights of shape {w.shape} do not match {len(query_tokens)} query and "
+                         f"{len(key_tokens)} key tokens")
+    n_q, n_k = w.shape[1:]
+    if max(n_q, n_k) > MAX_TOKENS:
+        raise ValueError(f"the head view draws at most {MAX_TOKENS} tokens a side; choose a "
+                         f"window of the input")
+    for h in heads:
+        if not 0 <= h < w.shape[0]:
+            raise ValueError(f"head {h} is out of range 0..{w.shape[0] - 1}")
+    if focus is not None and not 0 <= focus < n_q:
+        raise ValueError(f"focus {focus} is out of range 0..{n_q - 1}")
+    y_q = np.arange(n_q)
+    y_k = np.arange(n_k) * ((n_q - 1) / (n_k - 1) if n_k > 1 and n_q > 1 else 1.0)
+    fig = go.Figure()
+    queries = [focus] if focus is not None else range(n_q)
+    for h in heads:
+        level = np.minimum((w[h] * LEVELS).astype(int), LEVELS - 1)  # [query, key]
+        for lv in range(LEVELS):
+            xs, ys = [], []
+            for q in queries:
+                for k in np.flatnonzero((level[q] == lv) & (w[h, q] >= min_weight)):
+                    xs += [0, 1, None]
+                    ys += [y_q[q], y_k[k], None]
+            if xs:
+                fig.add_trace(go.Scatter(
+                    x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=lv == LEVELS - 1,
+                    name=f"head {h}", legendgroup=f"head {h}", meta={"head": h, "weight": lv},
+                    line={"color": _rgba(head_color(h), (lv + 1) / LEVELS), "width": 2}))
+    for x, y, tokens, side in ((0, y_q, query_tokens, "left"), (1, y_k, key_tokens, "right")):
+        fig.add_trace(go.Scatter(
+            x=[x] * len(tokens), y=y, mode="markers+text", text=escape(tokens),
+            textposition="middle left" if side == "left" else "middle right",
+            marker={"size": 7, "color": "#444"}, showlegend=False, name=f"{side} tokens",
+            customdata=np.arange(len(tokens)),
+            hovertemplate="%{text} (position %{customdata})<extra></extra>"))
+    fig.update_layout(
+        title=title, height=max(300, 90 + 22 * max(n_q, n_k)), plot_bgcolor="white",
+        margin={"l": 20, "r": 20, "t": 70, "b": 20}, legend={"orientation": "h", "y": 1.06},
+        clickmode="event+select")
+    fig.update_xaxes(range=[-0.8, 1.8], visible=False)
+    fig.update_yaxes(range=[max(n_q, n_k), -1], visible=False)
+    fig.add_annotation(x=0, y=-1, text=f"<b>{left_title}</b>", showarrow=False, yshift=10)
+    fig.add_annotation(x=1, y=-1, text=f"<b>{right_title}</b>", showarrow=False, yshift=10)
+    return fig

@@ -1,0 +1,92 @@
+"""Causal-mask view (seed 3.4 step 2a): scores, mask, masked scores with −∞, softmax."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .heatmap import COLORSCALE, MASK_COLOR, _hover_data
+from .labels import axis_ticks, check_weights
+
+NEG_INF_COLOR = "#2b2b2b"
+MAX_TOKENS = 96
+PANELS = ("① scores QKᵀ/√d_k", "② mask (✓ may look)", "③ masked scores (−∞ above)",
+          "④ softmax → weights")
+
+
+def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
+              key_tokens: Sequence[str], *, title: str = "") -> go.Figure:
+    """Four panels side by side: raw scores, the mask, masked scores and the softmax.
+
+    Args:
+        scores: ``[query, key]`` scores before masking.
+        allowed: bool ``[query, key]``, True where the model may attend.
+        weights: ``[query, key]`` weights after softmax.
+        query_tokens, key_tokens: axis labels.
+        title: the figure's title.
+
+    Returns:
+        a figure whose traces are, in order: scores, mask, masked scores (−∞ cells NaN), the
+        −∞ layer (1 where masked), weights.
+    """
+    scores = check_weights(scores, query_tokens, key_tokens)
+    weights = check_weights(weights, query_tokens, key_tokens)
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape != scores.shape:
+        raise ValueError(f"mask of shape {allowed.shape} does not match scores {scores.shape}")
+    n_q, n_k = scores.shape
+    if max(n_q, n_k) > MAX_TOKENS:
+        raise ValueError(f"the mask view draws at most {MAX_TOKENS} tokens a side; choose a "
+                         f"window of the input")
+    custom = _hover_data(query_tokens, key_tokens)
+    finite = scores[np.isfinite(scores)]
+    bound = float(np.abs(finite).max()) if finite.size else 1.0
+    fig = make_subplots(rows=1, cols=4, subplot_titles=PANELS, horizontal_spacing=0.045)
+    hover = "query %{customdata[0]}<br>key %{customdata[1]}<br>"
+    fig.add_trace(go.Heatmap(z=scores, customdata=custom, coloraxis="coloraxis",
+                             hovertemplate=hover + "score %{z:.3f}<extra></extra>",
+                             name="scores"), row=1, col=1)
+    fig.add_trace(go.Heatmap(z=allowed.astype(float), customdata=custom, showscale=False,
+                             colorscale=[[0, MASK_COLOR], [1, "#cfe8cf"]], zmin=0, zmax=1,
+                             hovertemplate=hover + "allowed %{z}<extra></extra>", name="mask"),
+                  row=1, col=2)
+    masked = np.where(allowed, scores, np.nan)
+    fig.add_trace(go.Heatmap(z=masked, customdata=custom, coloraxis="coloraxis",
+                             hovertemplate=hover + "score %{z:.3f}<extra></extra>",
+                             name="masked scores", hoverongaps=False), row=1, col=3)
+    fig.add_trace(go.Heatmap(z=np.where(allowed, np.nan, 1.0), customdata=custom,
+                             showscale=False, colorscale=[[0, NEG_INF_COLOR], [1, NEG_INF_COLOR]],
+                             hovertemplate=hover + "−∞ (masked)<extra></extra>", name="−∞",
+                             hoverongaps=False), row=1, col=3)
+    fig.add_trace(go.Heatmap(z=np.where(allowed, weights, np.nan), customdata=custom,
+                             coloraxis="coloraxis2", hoverongaps=False, name="weights",
+                             hovertemplate=hover + "weight %{z:.3f}<extra></extra>"),
+                  row=1, col=4)
+    if n_q * n_k <= 144:  # small enough to write −∞ and ✓/✗ in the cells
+        for r in range(n_q):
+            for c in range(n_k):
+                if not allowed[r, c]:
+                    fig.add_annotation(x=c, y=r, text="−∞", showarrow=False, xref="x3",
+                                       yref="y3", font={"color": "white", "size": 10})
+                fig.add_annotation(x=c, y=r, text="✓" if allowed[r, c] else "✗",
+                                   showarrow=False, xref="x2", yref="y2", font={"size": 11})
+    size = max(220, min(330, 22 * max(n_q, n_k) + 60))
+    fig.update_layout(
+        title=title, height=size + 150, plot_bgcolor="white",
+        margin={"l": 70, "r": 20, "t": 90, "b": 80},
+        coloraxis={"colorscale": "RdBu", "reversescale": True, "cmin": -bound, "cmax": bound,
+                   "colorbar": {"title": {"text": "score"}, "x": 1.0, "len": 0.45, "y": 0.78}},
+        coloraxis2={"colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
+                    "colorbar": {"title": {"text": "weight"}, "x": 1.0, "len": 0.45,
+                                 "y": 0.22}})
+    for col in range(1, 5):
+        fig.update_xaxes(tickangle=-60, tickfont={"size": 9}, showgrid=False, row=1, col=col,
+                         **axis_ticks(key_tokens, max_labels=32))
+        y_ticks = axis_ticks(query_tokens, max_labels=32) if col == 1 else {
+            "showticklabels": False}
+        fig.update_yaxes(autorange="reversed", showgrid=False, tickfont={"size": 9}, row=1,
+                         col=col, **y_ticks)
+    return fig

@@ -1,0 +1,73 @@
+"""Model view: every layer × every head as a small tile in one heatmap (one trace, light)."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .heatmap import COLORSCALE
+from .pooling import block_factor, pool_weights
+
+
+def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
+    """All heads of all layers of ``name``: layers as rows, heads as columns.
+
+    Each head is pooled to at most ``tile`` × ``tile`` cells (rows still sum to 1) and drawn
+    as a tile of one heatmap; gaps between tiles are empty. ``customdata`` of every cell is
+    ``[layer, head]``, so a selected point names its head.
+
+    Args:
+        trace: an AttentionTrace (anything with ``layers``, ``n_heads``, ``axes``, ``weights``).
+        name: the attention kind.
+        tile: cells per tile side at most.
+        title: the figure's title.
+
+    Returns:
+        a figure with one ``go.Heatmap``.
+    """
+    n_layers, n_heads = trace.layers(name), trace.n_heads
+    q_tokens, k_tokens = trace.axes(name)
+    fq, fk = block_factor(len(q_tokens), tile), block_factor(len(k_tokens), tile)
+    tq, tk = -(-len(q_tokens) // fq), -(-len(k_tokens) // fk)
+    gap = 1
+    z = np.full((n_layers * (tq + gap), n_heads * (tk + gap)), np.nan)
+    custom = np.full(z.shape + (2,), -1, dtype=int)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            pooled = pool_weights(trace.weights(name, layer, head).astype(np.float64), fq, fk)
+            r, c = layer * (tq + gap), head * (tk + gap)
+            z[r:r + tq, c:c + tk] = pooled
+            custom[r:r + tq, c:c + tk] = (layer, head)
+    fig = go.Figure(go.Heatmap(
+        z=z, customdata=custom, coloraxis="coloraxis", hoverongaps=False,
+        hovertemplate="layer %{customdata[0]} · head %{customdata[1]}<br>weight %{z:.3f}"
+                      "<extra></extra>"))
+    tile_px = max(22, min(60, 1100 // max(n_layers, 1)))
+    fig.update_layout(
+        title=title, height=120 + tile_px * n_layers, width=max(420, 160 + tile_px * n_heads),
+        plot_bgcolor="white", margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 40},
+        coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
+                   "colorbar": {"title": {"text": "weight"}, "len": 0.5}},
+        clickmode="event+select", dragmode=False)
+    fig.update_xaxes(tickmode="array", tickvals=[h * (tk + gap) + (tk - 1) / 2
+                                                 for h in range(n_heads)],
+                     ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False,
+                     zeroline=False)
+    fig.update_yaxes(tickmode="array", tickvals=[layer * (tq + gap) + (tq - 1) / 2
+                                                 for layer in range(n_layers)],
+                     ticktext=[f"L{layer}" for layer in range(n_layers)], autorange="reversed",
+                     showgrid=False, zeroline=False)
+    return fig
+
+
+def selected_head(event) -> tuple[int, int] | None:
+    """``(layer, head)`` of the first point of a Streamlit plotly selection event, if any."""
+    try:
+        points = event["selection"]["points"]
+    except (KeyError, TypeError):
+        return None
+    for point in points:
+        custom = point.get("customdata")
+        if custom is not None and len(custom) == 2 and custom[0] >= 0:
+            return int(custom[0]), int(custom[1])
+    return None

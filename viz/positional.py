@@ -1,0 +1,116 @@
+"""Positional encodings (seed 3.4 step 0): the sinusoidal table, its clock hands, similarity,
+and RoPE's rotating pairs and its relative-offset property."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .head_view import head_color
+
+
+def sinusoidal_heatmap(table, title: str = "Sinusoidal table PE(pos, dim)") -> go.Figure:
+    """``table [position, dimension]`` as a heatmap (−1..1)."""
+    table = np.asarray(table, dtype=float)
+    if table.ndim != 2:
+        raise ValueError(f"expected [position, dimension], got shape {table.shape}")
+    fig = go.Figure(go.Heatmap(z=table, colorscale="RdBu", zmin=-1, zmax=1,
+                               colorbar={"title": {"text": "value"}},
+                               hovertemplate="position %{y}<br>dimension %{x}<br>%{z:.3f}"
+                                             "<extra></extra>"))
+    fig.update_layout(title=title, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 50})
+    fig.update_xaxes(title_text="dimension (fast ← → slow)")
+    fig.update_yaxes(title_text="position", autorange="reversed")
+    return fig
+
+
+def clock_hands(table, dims: Sequence[int], title: str = "Fast and slow clock hands"
+                ) -> go.Figure:
+    """Chosen dimensions of the table as waves over position: low dims turn fast, high slow."""
+    table = np.asarray(table, dtype=float)
+    for d in dims:
+        if not 0 <= d < table.shape[1]:
+            raise ValueError(f"dimension {d} is out of range 0..{table.shape[1] - 1}")
+    fig = go.Figure([go.Scatter(x=np.arange(table.shape[0]), y=table[:, d], mode="lines",
+                                name=f"dim {d}", line={"color": head_color(i)})
+                     for i, d in enumerate(dims)])
+    fig.update_layout(title=title, height=360, margin={"l": 60, "r": 20, "t": 60, "b": 50},
+                      plot_bgcolor="white")
+    fig.update_xaxes(title_text="position", gridcolor="#eee")
+    fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1], gridcolor="#eee")
+    return fig
+
+
+def similarity_matrix(similarity, title: str, value_name: str = "similarity") -> go.Figure:
+    """A position × position similarity heatmap."""
+    similarity = np.asarray(similarity, dtype=float)
+    if similarity.ndim != 2 or similarity.shape[0] != similarity.shape[1]:
+        raise ValueError(f"expected a square matrix, got shape {similarity.shape}")
+    fig = go.Figure(go.Heatmap(z=similarity, colorscale="Viridis",
+                               colorbar={"title": {"text": value_name}},
+                               hovertemplate="position %{y} · position %{x}<br>%{z:.3f}"
+                                             "<extra></extra>"))
+    fig.update_layout(title=title, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 50})
+    fig.update_xaxes(title_text="position", scaleanchor="y", constrain="domain")
+    fig.update_yaxes(title_text="position", autorange="reversed", constrain="domain")
+    return fig
+
+
+def rope_circles(thetas, n_positions: int, title: str = "RoPE: one 2-D pair per frequency"
+                 ) -> go.Figure:
+    """Where a unit pair (1, 0) lands at positions 0..n-1 for each rotation speed θ.
+
+    Args:
+        thetas: radians per position, one per pair shown.
+        n_positions: positions drawn.
+    """
+    fig = go.Figure()
+    circle = np.linspace(0, 2 * np.pi, 200)
+    fig.add_trace(go.Scatter(x=np.cos(circle), y=np.sin(circle), mode="lines", hoverinfo="skip",
+                             line={"color": "#ddd"}, showlegend=False))
+    positions = np.arange(n_positions)
+    for i, theta in enumerate(np.asarray(thetas, dtype=float)):
+        radius = 1 - 0.15 * i
+        angle = positions * theta
+        fig.add_trace(go.Scatter(
+            x=radius * np.cos(angle), y=radius * np.sin(angle), mode="lines+markers+text",
+            text=[str(p) if p < 8 else "" for p in positions], textposition="top center",
+            name=f"θ = {theta:.3g} rad/position", line={"color": head_color(i), "width": 1},
+            marker={"size": 6}, customdata=positions,
+            hovertemplate="position %{customdata}<extra>%{fullData.name}</extra>"))
+    fig.update_layout(title=title, height=460, plot_bgcolor="white",
+                      margin={"l": 20, "r": 20, "t": 60, "b": 20})
+    fig.update_xaxes(range=[-1.2, 1.2], visible=False, scaleanchor="y")
+    fig.update_yaxes(range=[-1.2, 1.2], visible=False)
+    return fig
+
+
+def rope_offsets(scores, title: str = "RoPE: q·k depends only on the offset m − n"
+                 ) -> go.Figure:
+    """Rotated q·k for query position m (rows) and key position n (columns).
+
+    Equal values along every diagonal show that only m − n matters.
+    """
+    scores = np.asarray(scores, dtype=float)
+    fig = go.Figure(go.Heatmap(z=scores, colorscale="RdBu", zmid=0,
+                               colorbar={"title": {"text": "q·k"}},
+                               hovertemplate="m %{y} · n %{x}<br>q·k %{z:.4f}<extra></extra>"))
+    fig.update_layout(title=title, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 50})
+    fig.update_xaxes(title_text="key position n", scaleanchor="y", constrain="domain")
+    fig.update_yaxes(title_text="query position m", autorange="reversed", constrain="domain")
+    return fig
+
+
+def rope_periods(periods, title: str) -> go.Figure:
+    """Positions per full turn of each RoPE pair (log scale): the model's clock hands."""
+    periods = np.asarray(periods, dtype=float)
+    fig = go.Figure(go.Scatter(x=np.arange(len(periods)), y=periods, mode="lines+markers",
+                               hovertemplate="pair %{x}<br>%{y:.1f} positions per turn"
+                                             "<extra></extra>"))
+    fig.update_layout(title=title, height=360, plot_bgcolor="white",
+                      margin={"l": 70, "r": 20, "t": 60, "b": 50})
+    fig.update_xaxes(title_text="pair i (dimensions 2i, 2i+1)", gridcolor="#eee")
+    fig.update_yaxes(title_text="positions per turn", type="log", gridcolor="#eee")
+    return fig

@@ -1,0 +1,34 @@
+"""Head statistics as a layers × heads heatmap."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+
+def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
+    """``values [layer, head]`` of one metric; ``customdata`` is ``[layer, head]``.
+
+    Args:
+        values: the metric per layer and head (NaN where it does not apply).
+        metric: the metric's name, for the colour bar and hover.
+        description: a subtitle.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"expected [layer, head], got shape {values.shape}")
+    n_layers, n_heads = values.shape
+    layer, head = np.indices(values.shape)
+    custom = np.stack([layer, head], axis=-1)
+    fig = go.Figure(go.Heatmap(
+        z=values, customdata=custom, colorscale="Viridis", colorbar={"title": {"text": metric}},
+        hovertemplate=f"layer %{{customdata[0]}} · head %{{customdata[1]}}<br>{metric} "
+                      f"%{{z:.3f}}<extra></extra>", xgap=1, ygap=1))
+    fig.update_layout(title=f"{metric}<br><sup>{description}</sup>" if description else metric,
+                      height=max(320, 120 + 22 * n_layers), plot_bgcolor="white",
+                      margin={"l": 60, "r": 20, "t": 80, "b": 40}, clickmode="event+select")
+    fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(n_heads)),
+                     side="top")
+    fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(n_layers)),
+                     autorange="reversed")
+    return fig
