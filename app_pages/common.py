@@ -1,4 +1,4 @@
-"""Sidebar settings shared by every page, kept in ``st.session_state``."""
+"""Sidebar settings shared by every page, kept in ``st.session_state``, and the shared load."""
 
 from __future__ import annotations
 
@@ -18,15 +18,19 @@ MODEL_HELP = {
     "smollm2": "SmolLM2-135M-Instruct: a 30-layer Llama decoder, 9 query / 3 key-value heads",
     OTHER: "a Hugging Face hub id (needs network) or a local checkpoint folder or .gguf file",
 }
+KIND_LABELS = {
+    "encoder.self": "encoder self-attention",
+    "decoder.self": "decoder masked self-attention",
+    "decoder.cross": "decoder cross-attention (target → source)",
+}
 
 
-def sidebar() -> None:
-    """Draw the shared sidebar: model and device."""
+def sidebar(with_text: bool = True) -> None:
+    """Draw the shared sidebar: model, device and (for the analysis pages) the text."""
     with st.sidebar:
         choices = (*model.BUNDLED, OTHER)
         choice = st.selectbox("Model", choices, key="model_choice",
                               index=choices.index(DEFAULT_MODEL),
-                              format_func=lambda c: c if c == OTHER else f"{c}",
                               help="\n".join(f"- **{c}**: {h}" for c, h in MODEL_HELP.items()))
         st.caption(MODEL_HELP[choice])
         if choice == OTHER:
@@ -34,6 +38,12 @@ def sidebar() -> None:
                           placeholder="e.g. gpt2, ./my-checkpoint, ~/models/tiny.gguf")
         st.radio("Device", DEVICES, key="device", horizontal=True,
                  help="auto runs on CUDA when this machine has a GPU, else on the CPU.")
+        if with_text:
+            st.text_area("Text", DEFAULT_TEXT, key="text", height=100,
+                         help="Type or paste text; it is tokenised as the model does.")
+            st.text_input("Target text (encoder-decoder models, optional)", key="target",
+                          help="Teacher-forced output. Leave empty to trace the model's own "
+                               "greedy output.")
 
 
 def settings() -> tuple[str, str]:
@@ -41,3 +51,52 @@ def settings() -> tuple[str, str]:
     choice = st.session_state.get("model_choice", DEFAULT_MODEL)
     spec = st.session_state.get("model_other", "").strip() if choice == OTHER else choice
     return spec, st.session_state.get("device", "auto")
+
+
+def load_trace():
+    """The loaded model and the trace of the sidebar's text; explains problems and stops."""
+    from app_pages.cache import get_model, get_trace
+
+    spec, device = settings()
+    if not spec:
+        st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
+        st.stop()
+    try:
+        loaded = get_model(spec, device)
+    except ValueError as error:
+        st.error(f"Could not load {spec}: {error}")
+        st.stop()
+    text = st.session_state.get("text", DEFAULT_TEXT)
+    if not text.strip():
+        st.info("Type some text in the sidebar to see its attention.")
+        st.stop()
+    target = st.session_state.get("target", "").strip() or None
+    if loaded.family != "encoder-decoder":
+        target = None
+    try:
+        return loaded, get_trace(spec, device, text, target)
+    except ValueError as error:
+        st.error(str(error))
+        st.stop()
+
+
+def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:
+    """A select box of the trace's attention kinds."""
+    kinds = kinds or trace.names
+    return container.selectbox("Attention", kinds, key=key,
+                               format_func=lambda n: f"{n} · {KIND_LABELS[n]}")
+
+
+def open_head(name: str, layer: int, head: int) -> None:
+    """Show one head in the Explore page."""
+    st.session_state["open_head"] = (name, layer, head)
+    st.switch_page("app_pages/explore.py")
+
+
+def window_selector(n_tokens: int, limit: int, key: str) -> tuple[int, int]:
+    """A token window ``(start, stop)`` of at most ``limit`` tokens for long inputs."""
+    if n_tokens <= limit:
+        return 0, n_tokens
+    start = st.slider(f"Window start (the input has {n_tokens} tokens; {limit} are shown)",
+                      0, n_tokens - limit, 0, key=key)
+    return start, start + limit

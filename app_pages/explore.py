@@ -5,45 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from app_pages.cache import get_model, get_trace
-from app_pages.common import DEFAULT_TEXT, settings
-
-KIND_LABELS = {
-    "encoder.self": "encoder self-attention",
-    "decoder.self": "decoder masked self-attention",
-    "decoder.cross": "decoder cross-attention (target → source)",
-}
+from app_pages.common import kind_selector, load_trace
 
 st.title("Explore attention")
-spec, device = settings()
-if not spec:
-    st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
-    st.stop()
-try:
-    loaded = get_model(spec, device)
-except ValueError as error:
-    st.error(f"Could not load {spec}: {error}")
-    st.stop()
-
-text = st.text_area("Text", DEFAULT_TEXT, key="text", height=80,
-                    help="Type or paste text; it is tokenised as the model does.")
-target = None
-if loaded.family == "encoder-decoder":
-    target = st.text_input("Target text (optional)", key="target",
-                           help="Teacher-forced output. Leave empty to trace the model's own "
-                                "greedy output.").strip() or None
-if not text.strip():
-    st.info("Type some text to see its attention.")
-    st.stop()
-try:
-    trace = get_trace(spec, device, text, target)
-except ValueError as error:
-    st.error(str(error))
-    st.stop()
+_, trace = load_trace()
+if "open_head" in st.session_state:  # a click in another view chose a head
+    kind, layer_, head_ = st.session_state.pop("open_head")
+    st.session_state.update(kind=kind, layer=layer_, head=head_)
 
 left, mid, right = st.columns([2, 1, 1])
-name = left.selectbox("Attention", trace.names, key="kind",
-                      format_func=lambda n: f"{n} · {KIND_LABELS[n]}")
+name = kind_selector(trace, left)
 n_layers = trace.layers(name)
 layer = mid.selectbox("Layer", range(n_layers), key="layer") if n_layers > 1 else 0
 group = trace.n_heads // trace.n_kv_heads

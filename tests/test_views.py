@@ -122,3 +122,14 @@ def test_stats_heatmap_draws_each_heads_metric(seed_trace):
     fig = viz.stats_heatmap(stats["entropy"], "entropy")
     np.testing.assert_allclose(_z(fig.data[0]), stats["entropy"])
     assert tuple(np.asarray(fig.data[0].customdata)[3, 5]) == (3, 5)
+
+
+def test_complexity_curves_cross_at_n_equals_d():
+    fig = viz.complexity_curves(64, n_current=10)
+    attention, rnn = fig.data
+    n = np.asarray(attention.x)
+    np.testing.assert_allclose(attention.y, n.astype(float) ** 2 * 64)
+    np.testing.assert_allclose(rnn.y, n * 64.0 ** 2)
+    assert ((np.asarray(attention.y) < np.asarray(rnn.y)) == (n < 64)).all()
+    with pytest.raises(ValueError):
+        viz.complexity_curves(0, 5)

@@ -4,6 +4,7 @@ Imports numpy and plotly only (never streamlit, torch or transformers). Builders
 """
 
 from .bars import distribution_bars
+from .costs import complexity_curves
 from .head_view import head_view
 from .heatmap import attention_heatmap, heads_grid
 from .mask_view import mask_view
@@ -18,6 +19,8 @@ from .positional import (
 )
 from .stats import stats_heatmap
 
-__all__ = ["attention_heatmap", "clock_hands", "distribution_bars", "head_view", "heads_grid",
-           "mask_view", "model_view", "rope_circles", "rope_offsets", "rope_periods",
-           "selected_head", "similarity_matrix", "sinusoidal_heatmap", "stats_heatmap"]
+__all__ = [
+    "attention_heatmap", "clock_hands", "complexity_curves", "distribution_bars", "head_view",
+    "heads_grid", "mask_view", "model_view", "rope_circles", "rope_offsets", "rope_periods",
+    "selected_head", "similarity_matrix", "sinusoidal_heatmap", "stats_heatmap",
+]

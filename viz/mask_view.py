@@ -13,8 +13,7 @@ from .labels import axis_ticks, check_weights
 
 NEG_INF_COLOR = "#2b2b2b"
 MAX_TOKENS = 96
-PANELS = ("① scores QKᵀ/√d_k", "② mask (✓ may look)", "③ masked scores (−∞ above)",
-          "④ softmax → weights")
+PANELS = ("① scores QKᵀ/√dₖ", "② mask", "③ masked: −∞", "④ softmax")
 
 
 def mask_view(scores, allowed, weights, query_tokens: Sequence[str],

@@ -24,9 +24,10 @@ def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
         z=values, customdata=custom, colorscale="Viridis", colorbar={"title": {"text": metric}},
         hovertemplate=f"layer %{{customdata[0]}} · head %{{customdata[1]}}<br>{metric} "
                       f"%{{z:.3f}}<extra></extra>", xgap=1, ygap=1))
-    fig.update_layout(title=f"{metric}<br><sup>{description}</sup>" if description else metric,
-                      height=max(320, 120 + 22 * n_layers), plot_bgcolor="white",
-                      margin={"l": 60, "r": 20, "t": 80, "b": 40}, clickmode="event+select")
+    fig.update_layout(title={"text": f"{metric}<br><sup>{description}</sup>" if description
+                             else metric, "y": 0.995, "yanchor": "top"},
+                      height=max(320, 150 + 22 * n_layers), plot_bgcolor="white",
+                      margin={"l": 60, "r": 20, "t": 120, "b": 40}, clickmode="event+select")
     fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(n_heads)),
                      side="top")
     fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(n_layers)),

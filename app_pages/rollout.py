@@ -1,0 +1,24 @@
+"""Attention rollout (Abnar & Zuidema 2020) through a self-attention stack."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import viz
+from app_pages.common import kind_selector, load_trace
+from model.analysis import rollout
+
+st.title("Attention rollout")
+st.warning("Attention weights show where a model looked, not why it decided: rollout is a "
+           "rough picture of information flow, not an explanation.")
+_, trace = load_trace()
+kinds = [n for n in trace.names if n.endswith(".self")]
+name = kind_selector(trace, key="ro_kind", kinds=kinds)
+flows = rollout(trace, name)
+layer = st.slider("Through layer", 0, len(flows) - 1, len(flows) - 1, key="ro_layer")
+tokens = trace.axes(name)[0]
+st.plotly_chart(viz.attention_heatmap(
+    flows[layer], tokens, tokens, allowed=trace.mask(name, 0),
+    title=f"Rollout of {name} through layers 0–{layer}"), key="rollout")
+st.caption("Per layer: average the heads, add the identity for the residual connection, "
+           "renormalise each row, multiply with the layers below.")

@@ -1,0 +1,57 @@
+"""Head statistics: a layers × heads dashboard, a sortable table, aggregates and spans."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import viz
+from app_pages.common import kind_selector, load_trace, open_head
+from model.analysis import STATS, aggregate, head_stats, span_attention
+
+st.title("Head statistics")
+_, trace = load_trace()
+name = kind_selector(trace, key="st_kind")
+stats = head_stats(trace, name)
+metrics = [m for m in STATS if not pd.isna(stats[m]).all()]
+metric = st.selectbox("Metric", metrics, key="st_metric", format_func=lambda m: m)
+event = st.plotly_chart(viz.stats_heatmap(stats[metric], metric, STATS[metric]),
+                        key="stats_heatmap", on_select="rerun", selection_mode="points")
+chosen = viz.selected_head(event)
+if chosen is not None:
+    open_head(name, *chosen)
+
+rows = [{"layer": layer, "head": head, **{m: stats[m][layer, head] for m in metrics}}
+        for layer in range(trace.layers(name)) for head in range(trace.n_heads)]
+table = pd.DataFrame(rows)
+st.caption("Sort by clicking a column; select a row to open that head.")
+selection = st.dataframe(table, key="stats_table", on_select="rerun", selection_mode="single-row",
+                         hide_index=True, height=300)
+if selection and selection.selection.rows:
+    row = table.iloc[selection.selection.rows[0]]
+    open_head(name, int(row["layer"]), int(row["head"]))
+
+st.header("Aggregate and spans")
+c1, c2 = st.columns(2)
+layers = c1.multiselect("Layers", range(trace.layers(name)), default=[trace.layers(name) - 1],
+                        key="agg_layers")
+heads = c2.multiselect("Heads", range(trace.n_heads), default=list(range(trace.n_heads)),
+                       key="agg_heads")
+if not layers or not heads:
+    st.info("Choose at least one layer and one head.")
+    st.stop()
+mean = aggregate(trace, name, layers, heads)
+q_tokens, k_tokens = trace.axes(name)
+st.plotly_chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.mask(name),
+                                      title="Weights averaged over the chosen layers and heads"),
+                key="aggregate")
+c3, c4 = st.columns(2)
+qa, qb = c3.slider("Query span (e.g. sentence B)", 0, len(q_tokens), (len(q_tokens) // 2,
+                   len(q_tokens)), key="span_q")
+ka, kb = c4.slider("Key span (e.g. sentence A)", 0, len(k_tokens), (0, len(k_tokens) // 2),
+                   key="span_k")
+if qb > qa and kb > ka:
+    block, mass = span_attention(mean, (qa, qb), (ka, kb))
+    st.metric("Share of the query span's attention on the key span", f"{mass:.1%}")
+    st.plotly_chart(viz.attention_heatmap(block, q_tokens[qa:qb], k_tokens[ka:kb],
+                                          title="Query span → key span"), key="span")

@@ -1,0 +1,99 @@
+"""Every analysis page runs under AppTest for each family of model and drives its figures."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from model import load
+from model.analysis import head_stats
+from tests.conftest import ROOT, SEED_SENTENCE, plotly_array
+
+PAGES = ["model_view", "head_view", "mask", "rollout", "stats", "positions", "shapes"]
+
+
+def _page(page: str, spec: str = "own-random", text: str = SEED_SENTENCE) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.session_state["device"] = "cpu"
+    at.session_state["model_choice"] = spec
+    at.session_state["text"] = text
+    at.run()
+    at.switch_page(f"app_pages/{page}.py").run()
+    return at
+
+
+def _figures(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+@pytest.mark.parametrize("spec", ["own-random", "own-translator"])
+@pytest.mark.parametrize("page", PAGES)
+def test_page_runs_without_exception(page, spec):
+    at = _page(page, spec)
+    assert not at.exception, at.exception
+    assert not at.error
+    assert at.get("plotly_chart") or at.get("arrow_data_frame") or at.dataframe
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["minilm", "smollm2"])
+@pytest.mark.parametrize("page", PAGES)
+def test_page_runs_with_bundled_pretrained_models(page, spec):
+    at = _page(page, spec)
+    assert not at.exception, at.exception
+    assert not at.error
+
+
+def test_mask_page_shows_minus_infinity_exactly_where_the_decoder_is_masked():
+    reference = load("own-random", device="cpu").trace(SEED_SENTENCE)
+    at = _page("mask")
+    at.selectbox(key="mask_layer").set_value(3).run()
+    at.selectbox(key="mask_head").set_value(5).run()
+    (fig,) = _figures(at)
+    masked = plotly_array(fig["data"][2]["z"])
+    forbidden = ~reference.mask("decoder.self")
+    assert np.isnan(masked[forbidden]).all()
+    np.testing.assert_allclose(masked[~forbidden],
+                               reference.scores("decoder.self", 3, 5)[~forbidden], atol=1e-5)
+
+
+def test_stats_page_draws_the_chosen_metric():
+    reference = head_stats(load("own-random", device="cpu").trace(SEED_SENTENCE),
+                           "encoder.self")
+    at = _page("stats")
+    at.selectbox(key="st_metric").set_value("distance").run()
+    fig = _figures(at)[0]
+    np.testing.assert_allclose(plotly_array(fig["data"][0]["z"]), reference["distance"],
+                               atol=1e-6)
+
+
+def test_head_view_focus_keeps_one_tokens_lines():
+    at = _page("head_view")
+    at.selectbox(key="hv_focus").set_value(2).run()
+    fig = _figures(at)[0]
+    lines = [d for d in fig["data"] if d["mode"] == "lines"]
+    assert lines and all(y == 2 for d in lines for y in d["y"][0::3])
+
+
+def test_rollout_page_changes_with_the_layer_slider():
+    at = _page("rollout")
+    first = plotly_array(_figures(at)[0]["data"][0]["z"])
+    at.slider(key="ro_layer").set_value(0).run()
+    second = plotly_array(_figures(at)[0]["data"][0]["z"])
+    assert not np.allclose(first, second)
+
+
+def test_opening_a_head_from_another_page_shows_it_in_explore():
+    reference = load("own-random", device="cpu").trace(SEED_SENTENCE)
+    at = _page("model_view")
+    at.session_state["open_head"] = ("decoder.self", 4, 6)
+    at.switch_page("app_pages/explore.py").run()
+    assert not at.exception
+    heatmap = _figures(at)[0]
+    z = plotly_array(heatmap["data"][0]["z"])
+    allowed = reference.mask("decoder.self")
+    np.testing.assert_allclose(z[allowed], reference.weights("decoder.self", 4, 6)[allowed],
+                               atol=1e-6)

@@ -1,0 +1,41 @@
+"""Seed 4.8: self-attention's n²·d against a recurrent layer's n·d² as the length n grows."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+
+def complexity_curves(d_model: int, n_current: int, n_max: int | None = None) -> go.Figure:
+    """Operations per layer, n²·d (self-attention) and n·d² (RNN), over n on log axes.
+
+    Args:
+        d_model: the width d.
+        n_current: this run's length, marked on the plot.
+        n_max: the longest n drawn (default: 8·max(d, n_current)).
+
+    Returns:
+        a figure with the two curves (``name`` "self-attention n²·d", "RNN n·d²"), the
+        current length and the crossover n = d.
+    """
+    if d_model < 1 or n_current < 1:
+        raise ValueError("d_model and n_current must be positive")
+    n_max = n_max or 8 * max(d_model, n_current)
+    n = np.unique(np.geomspace(1, n_max, 200).astype(int))
+    fig = go.Figure([
+        go.Scatter(x=n, y=n.astype(float) ** 2 * d_model, name="self-attention n²·d",
+                   line={"color": "#1f77b4"}),
+        go.Scatter(x=n, y=n * float(d_model) ** 2, name="RNN n·d²", line={"color": "#d62728"}),
+    ])
+    fig.add_vline(x=d_model, line_dash="dot", annotation_text=f"n = d = {d_model}",
+                  annotation_position="top left")
+    fig.add_vline(x=n_current, line_color="#2ca02c",
+                  annotation_text=f"this input: n = {n_current}",
+                  annotation_position="bottom right")
+    fig.update_layout(title=f"Operations per layer at d = {d_model}: attention is cheaper while "
+                            "n < d", height=400, plot_bgcolor="white",
+                      margin={"l": 70, "r": 20, "t": 60, "b": 50},
+                      legend={"orientation": "h", "y": -0.2})
+    fig.update_xaxes(type="log", title_text="sequence length n", gridcolor="#eee")
+    fig.update_yaxes(type="log", title_text="operations", gridcolor="#eee")
+    return fig
