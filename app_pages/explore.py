@@ -26,10 +26,12 @@ q_tokens, k_tokens = trace.axes(name)
 allowed = trace.mask(name, layer)
 st.plotly_chart(
     viz.attention_heatmap(trace.weights(name, layer, head), q_tokens, k_tokens, allowed=allowed,
-                          title=f"{name} · layer {layer} · head {head}"),
+                          title=f"{name} · layer {layer} · head {head}",
+                          special=trace.special(name)),
     key="head_heatmap")
 st.caption("Rows: the token that is looking (query). Columns: the token it looks at (key). "
-           "Each row sums to 1. Grey cells are masked: the model may not look there.")
+           "Each row sums to 1. Grey cells are masked: the model may not look there. Grey "
+           "italic labels are special tokens the tokenizer added.")
 
 st.subheader(f"All {trace.n_heads} heads of layer {layer}")
 if group > 1:

@@ -20,7 +20,7 @@ import torch
 from .config import TransformerConfig
 from .device import resolve_device
 from .hooks import capture
-from .tokenizer import BOS, WordVocab, split_words
+from .tokenizer import BOS, SPECIALS, WordVocab, split_words
 from .trace import AttentionTrace
 from .transformer import Transformer
 
@@ -144,11 +144,19 @@ class OwnModel:
             n_heads=cfg.n_heads, n_kv_heads=cfg.n_heads, positional=cfg.positional,
             device=str(self.device), dtype=str(next(self.network.parameters()).dtype)
             .removeprefix("torch."), steps=steps,
-            meta={"d_model": cfg.d_model, "d_head": cfg.d_head, "d_ff": cfg.d_ff,
+            meta={"special": _special_positions(tokens),
+                  "d_model": cfg.d_model, "d_head": cfg.d_head, "d_ff": cfg.d_ff,
                   "n_encoder_layers": cfg.n_encoder_layers,
                   "n_decoder_layers": cfg.n_decoder_layers},
             **tokens,
         )
+
+
+def _special_positions(tokens: dict) -> dict:
+    """Where ``<bos>``-style tokens stand, per token field (as the pretrained traces record)."""
+    names = {"tokens": "tokens", "source_tokens": "source", "target_tokens": "target"}
+    return {names[key]: [i for i, t in enumerate(value) if t in SPECIALS]
+            for key, value in tokens.items() if key in names}
 
 
 def _is_attention(name: str) -> bool:

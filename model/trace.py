@@ -225,6 +225,16 @@ class AttentionTrace:
                 allowed &= ~np.tril(allowed, k=-int(window))
         return allowed
 
+    def special(self, name: str) -> tuple[list[int], list[int]]:
+        """Positions of special tokens (``[CLS]``, ``<bos>``, ...) on the query and key axes."""
+        self._check_name(name)
+        marks = self.meta.get("special", {})
+        if self.family != "encoder-decoder":
+            return list(marks.get("tokens", [])), list(marks.get("tokens", []))
+        source, target = list(marks.get("source", [])), list(marks.get("target", []))
+        return {"encoder.self": (source, source), "decoder.self": (target, target),
+                "decoder.cross": (target, source)}[name]
+
     def kv_head(self, head: int) -> int:
         """The key/value head that query head ``head`` reads (grouped-query attention)."""
         if not 0 <= head < self.n_heads:

@@ -112,7 +112,9 @@ def test_explore_page_runs_with_minilm():
     at.selectbox(key="model_choice").set_value("minilm").run()
     assert not at.exception and not at.error
     heatmap, grid = _figures(at)
-    assert heatmap["layout"]["xaxis"]["ticktext"][0] == "[CLS]"
+    first, second = heatmap["layout"]["xaxis"]["ticktext"][:2]
+    assert "[CLS]" in first and "<i>" in first  # a special token, marked
+    assert second == "the"
     assert len([d for d in grid["data"] if d["name"] == "weights"]) == 12
 
 

@@ -67,3 +67,43 @@ def test_a_deep_link_on_a_fresh_server_runs_inside_the_apps_frame():
         assert names[0] == "Explore" and "Translate" in names and "Causal mask" in names
         # the frame's shared sidebar is there too
         page.get_by_text("Device", exact=True).first.wait_for(timeout=60_000)
+
+
+def _plot_area(page, index: int = 0):
+    page.wait_for_selector(".js-plotly-plot .nsewdrag", timeout=120_000)
+    page.wait_for_timeout(1500)
+    return page.locator(".js-plotly-plot .nsewdrag").nth(index).bounding_box()
+
+
+def test_clicking_a_model_view_tile_opens_that_head_in_explore():
+    with served_app() as url, chromium_page() as page:
+        page.goto(f"{url}/model_view", wait_until="networkidle")
+        box = _plot_area(page)
+        # own-random encoder: 6 layers × 8 heads of 6×6 cells with 1-cell gaps
+        x = box["x"] + box["width"] * (3 * 7 + 2.5) / 56
+        y = box["y"] + box["height"] * (2 * 7 + 2.5) / 42
+        page.mouse.move(x, y)
+        page.wait_for_timeout(300)
+        page.mouse.click(x, y)
+        page.wait_for_url("**/", timeout=60_000)
+        page.get_by_text("encoder.self · layer 2 · head 3").wait_for(timeout=60_000)
+        page.get_by_test_id("stSidebarNav").get_by_text("Model view", exact=True).click()
+        page.wait_for_timeout(3000)
+        assert page.url.endswith("/model_view")  # the old click does not fire again
+
+
+def test_clicking_a_token_in_the_head_view_isolates_its_lines():
+    with served_app() as url, chromium_page() as page:
+        page.goto(f"{url}/head_view", wait_until="networkidle")
+        _plot_area(page)
+        traces = page.locator(".js-plotly-plot .scatterlayer .trace")
+        token = traces.nth(traces.count() - 2).locator(".point").nth(2)  # the left column
+        box = token.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_timeout(300)
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        focus = page.locator("input[aria-label='Focus on one token']")
+        page.wait_for_function(
+            "() => document.querySelector(\"input[aria-label='Focus on one token']\")"
+            "?.value === '2: sat'", timeout=60_000)
+        assert focus.input_value() == "2: sat"

@@ -16,7 +16,9 @@ def _z(trace) -> np.ndarray:
 
 def test_model_view_tiles_hold_every_heads_weights(seed_trace):
     fig = viz.model_view(seed_trace, "decoder.cross")
-    assert len(fig.data) == 1
+    assert len(fig.data) == 2  # the heatmap, and invisible markers that take clicks
+    targets = np.asarray(fig.data[1].customdata)
+    assert len(targets) == 6 * 8 and tuple(targets[9]) == (1, 1)
     z, custom = _z(fig.data[0]), np.asarray(fig.data[0].customdata)
     tq, tk = 7, 6  # 7 target and 6 source tokens fit a tile unpooled
     for layer in (0, 5):
@@ -49,6 +51,10 @@ def test_model_view_of_a_long_input_pools_each_tile(seed_trace):
 def test_selected_head_reads_a_streamlit_selection_event():
     event = {"selection": {"points": [{"x": 3, "y": 9, "customdata": [4, 2]}]}}
     assert viz.selected_head(event) == (4, 2)
+    # what Streamlit really sends for an array customdata
+    streamlit_event = {"selection": {"points": [{"curve_number": 1, "customdata": {"0": 2,
+                                                                                  "1": 3}}]}}
+    assert viz.selected_head(streamlit_event) == (2, 3)
     assert viz.selected_head({"selection": {"points": []}}) is None
     assert viz.selected_head(None) is None
 

@@ -95,3 +95,13 @@ def test_long_inputs_are_drawn_in_blocks_that_keep_rows_summing_to_one():
     grid = viz.heads_grid(np.stack([w, w]), tokens, tokens, max_side=64)
     assert _z(grid.data[0]).shape == (63, 63)
     np.testing.assert_allclose(pool_weights(w, 16, 16).sum(-1), 1.0, atol=1e-9)
+
+
+def test_special_tokens_are_marked_on_the_axes(seed_trace):
+    q, k = seed_trace.axes("decoder.cross")
+    assert seed_trace.special("decoder.cross") == ([0], [])
+    fig = viz.attention_heatmap(seed_trace.weights("decoder.cross", 0, 0), q, k,
+                                special=seed_trace.special("decoder.cross"))
+    assert fig.layout.yaxis.ticktext[0] == "<span style='color:#8a8a8a'><i>&lt;bos&gt;</i></span>"
+    assert fig.layout.yaxis.ticktext[1] == "The"
+    assert list(fig.layout.xaxis.ticktext) == ["The", "cat", "sat", "on", "the", "mat"]

@@ -74,7 +74,8 @@ def _pooled(weights, allowed, query_tokens, key_tokens, max_side: int):
 
 def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
                       allowed=None, title: str = "", x_title: str = "key (attended to)",
-                      y_title: str = "query (attending)", max_side: int = 256) -> go.Figure:
+                      y_title: str = "query (attending)", max_side: int = 256,
+                      special: tuple[Sequence[int], Sequence[int]] = ((), ())) -> go.Figure:
     """Heatmap of one head's attention.
 
     Args:
@@ -86,12 +87,15 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         x_title, y_title: axis titles.
         max_side: longest axis drawn cell by cell; longer axes are pooled into blocks of
             tokens (see :mod:`viz.pooling`) and the title says so.
+        special: positions of special tokens on the query and key axes, drawn grey italic.
 
     Returns:
         a figure whose first trace holds the weights (masked cells NaN) with a colour bar.
     """
     weights = check_weights(weights, query_tokens, key_tokens)
     allowed = _check_allowed(allowed, weights.shape)
+    if weights.shape[0] > max_side or weights.shape[1] > max_side:
+        special = ((), ())  # block labels name ranges, not tokens
     weights, allowed, query_tokens, key_tokens, note = _pooled(
         weights, allowed, query_tokens, key_tokens, max_side)
     if note:
@@ -105,9 +109,9 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         height=max(320, 140 + cell * n_q), width=None, plot_bgcolor="white",
         margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
     fig.update_xaxes(title_text=x_title, side="bottom", tickangle=-45,
-                     showgrid=False, zeroline=False, **axis_ticks(key_tokens))
+                     showgrid=False, zeroline=False, **axis_ticks(key_tokens, special=special[1]))
     fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False,
-                     zeroline=False, **axis_ticks(query_tokens))
+                     zeroline=False, **axis_ticks(query_tokens, special=special[0]))
     return fig
 
 

@@ -13,11 +13,15 @@ def escape(tokens: Sequence[str]) -> list[str]:
     return [html.escape(str(t), quote=False) for t in tokens]
 
 
-def axis_ticks(tokens: Sequence[str], max_labels: int = 64) -> dict:
+SPECIAL_STYLE = "<span style='color:#8a8a8a'><i>{}</i></span>"
+
+
+def axis_ticks(tokens: Sequence[str], max_labels: int = 64, special=()) -> dict:
     """Axis settings placing token labels at integer positions.
 
     Plotly merges equal category labels, so positions are integers and tokens are tick text:
     repeated tokens stay distinct. Past ``max_labels`` tokens only every k-th is labelled.
+    Positions in ``special`` (special tokens such as ``[CLS]``) are drawn grey and italic.
 
     Returns:
         dict for ``fig.update_xaxes``/``update_yaxes``: ``tickmode``, ``tickvals``, ``ticktext``.
@@ -25,7 +29,9 @@ def axis_ticks(tokens: Sequence[str], max_labels: int = 64) -> dict:
     n = len(tokens)
     step = max(1, int(np.ceil(n / max_labels)))
     positions = list(range(0, n, step))
-    labels = escape([tokens[i] for i in positions])
+    special = set(special)
+    labels = [SPECIAL_STYLE.format(label) if i in special else label
+              for i, label in zip(positions, escape([tokens[i] for i in positions]))]
     return {"tickmode": "array", "tickvals": positions, "ticktext": labels}
 
 

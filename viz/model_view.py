@@ -43,12 +43,15 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
         hovertemplate="layer %{customdata[0]} · head %{customdata[1]}<br>weight %{z:.3f}"
                       "<extra></extra>"))
     tile_px = max(22, min(60, 1100 // max(n_layers, 1)))
+    fig.add_trace(click_targets(
+        [(layer * (tq + gap) + (tq - 1) / 2, head * (tk + gap) + (tk - 1) / 2, layer, head)
+         for layer in range(n_layers) for head in range(n_heads)], size=tile_px * 0.8))
     fig.update_layout(
         title=title, height=120 + tile_px * n_layers, width=max(420, 160 + tile_px * n_heads),
         plot_bgcolor="white", margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 40},
         coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
                    "colorbar": {"title": {"text": "weight"}, "len": 0.5}},
-        clickmode="event+select", dragmode=False)
+        clickmode="event+select")
     fig.update_xaxes(tickmode="array", tickvals=[h * (tk + gap) + (tk - 1) / 2
                                                  for h in range(n_heads)],
                      ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False,
@@ -60,6 +63,18 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
     return fig
 
 
+def click_targets(cells, size: float) -> go.Scatter:
+    """Invisible markers over heatmap cells: Plotly heatmaps send no selection events, markers
+    do. ``cells`` are ``(y, x, layer, head)``; each marker's customdata is ``[layer, head]``."""
+    ys, xs, layers, heads = zip(*cells)
+    return go.Scatter(
+        x=xs, y=ys, mode="markers", name="open a head", showlegend=False,
+        customdata=np.stack([layers, heads], axis=-1),
+        marker={"size": size, "symbol": "square", "color": "rgba(0,0,0,0)"},
+        hovertemplate="layer %{customdata[0]} · head %{customdata[1]}: click to open"
+                      "<extra></extra>")
+
+
 def selected_head(event) -> tuple[int, int] | None:
     """``(layer, head)`` of the first point of a Streamlit plotly selection event, if any."""
     try:
@@ -68,6 +83,8 @@ def selected_head(event) -> tuple[int, int] | None:
         return None
     for point in points:
         custom = point.get("customdata")
-        if custom is not None and len(custom) == 2 and custom[0] >= 0:
+        if isinstance(custom, dict):  # Streamlit sends an array's entries keyed "0", "1"
+            custom = [custom.get("0"), custom.get("1")]
+        if custom is not None and len(custom) == 2 and None not in custom and custom[0] >= 0:
             return int(custom[0]), int(custom[1])
     return None

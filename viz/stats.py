@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from .model_view import click_targets
+
 
 def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
     """``values [layer, head]`` of one metric; ``customdata`` is ``[layer, head]``.
@@ -24,6 +26,8 @@ def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
         z=values, customdata=custom, colorscale="Viridis", colorbar={"title": {"text": metric}},
         hovertemplate=f"layer %{{customdata[0]}} · head %{{customdata[1]}}<br>{metric} "
                       f"%{{z:.3f}}<extra></extra>", xgap=1, ygap=1))
+    fig.add_trace(click_targets([(lay, hd, lay, hd) for lay in range(n_layers)
+                                 for hd in range(n_heads)], size=14))
     fig.update_layout(title={"text": f"{metric}<br><sup>{description}</sup>" if description
                              else metric, "y": 0.995, "yanchor": "top"},
                       height=max(320, 150 + 22 * n_layers), plot_bgcolor="white",
