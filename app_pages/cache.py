@@ -5,6 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 import model
+import viz
+from model.analysis import head_stats, rollout
 
 
 @st.cache_resource(show_spinner="Loading the model… (a GGUF file is converted once: ~30 s)",
@@ -18,3 +20,21 @@ def get_model(spec: str, device: str = "auto"):
 def get_trace(spec: str, device: str, text: str, target: str | None = None) -> model.AttentionTrace:
     """The attention trace of ``text`` (and ``target``) under ``spec``."""
     return get_model(spec, device).trace(text, target=target)
+
+
+@st.cache_data(show_spinner="Computing every head's statistics…", max_entries=16)
+def get_head_stats(spec: str, device: str, text: str, target: str | None, name: str) -> dict:
+    """:func:`model.analysis.head_stats` of the trace (slow for long inputs: every head)."""
+    return head_stats(get_trace(spec, device, text, target), name)
+
+
+@st.cache_data(show_spinner="Rolling attention out through the layers…", max_entries=16)
+def get_rollout(spec: str, device: str, text: str, target: str | None, name: str):
+    """:func:`model.analysis.rollout` of the trace."""
+    return rollout(get_trace(spec, device, text, target), name)
+
+
+@st.cache_data(show_spinner="Drawing every layer and head…", max_entries=16)
+def get_model_view(spec: str, device: str, text: str, target: str | None, name: str):
+    """The model-view figure (every head computed and pooled once)."""
+    return viz.model_view(get_trace(spec, device, text, target), name)

@@ -53,11 +53,19 @@ def settings() -> tuple[str, str]:
     return spec, st.session_state.get("device", "auto")
 
 
+def inputs() -> tuple[str, str, str, str | None]:
+    """``(spec, device, text, target)`` that :func:`load_trace` traced in this run: the key of
+    every cached result computed from the trace."""
+    return st.session_state["_traced_inputs"]
+
+
 def load_trace():
     """The loaded model and the trace of the sidebar's text; explains problems and stops."""
     from app_pages.cache import get_model, get_trace
 
     spec, device = settings()
+    text = st.session_state.get("text", DEFAULT_TEXT)
+    target = st.session_state.get("target", "").strip() or None
     if not spec:
         st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
         st.stop()
@@ -66,13 +74,12 @@ def load_trace():
     except ValueError as error:
         st.error(f"Could not load {spec}: {error}")
         st.stop()
-    text = st.session_state.get("text", DEFAULT_TEXT)
     if not text.strip():
         st.info("Type some text in the sidebar to see its attention.")
         st.stop()
-    target = st.session_state.get("target", "").strip() or None
     if loaded.family != "encoder-decoder":
         target = None
+    st.session_state["_traced_inputs"] = (spec, device, text, target)
     try:
         return loaded, get_trace(spec, device, text, target)
     except ValueError as error:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from app_pages.common import kind_selector, load_trace
-from model.analysis import rollout
+from app_pages.cache import get_rollout
+from app_pages.common import inputs, kind_selector, load_trace
 
 st.title("Attention rollout")
 st.warning("Attention weights show where a model looked, not why it decided: rollout is a "
@@ -14,7 +14,7 @@ st.warning("Attention weights show where a model looked, not why it decided: rol
 _, trace = load_trace()
 kinds = [n for n in trace.names if n.endswith(".self")]
 name = kind_selector(trace, key="ro_kind", kinds=kinds)
-flows = rollout(trace, name)
+flows = get_rollout(*inputs(), name)
 layer = st.slider("Through layer", 0, len(flows) - 1, len(flows) - 1, key="ro_layer")
 tokens = trace.axes(name)[0]
 st.plotly_chart(viz.attention_heatmap(

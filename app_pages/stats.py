@@ -6,13 +6,14 @@ import pandas as pd
 import streamlit as st
 
 import viz
-from app_pages.common import kind_selector, load_trace, open_head
-from model.analysis import STATS, aggregate, head_stats, span_attention
+from app_pages.cache import get_head_stats
+from app_pages.common import inputs, kind_selector, load_trace, open_head
+from model.analysis import STATS, aggregate, span_attention
 
 st.title("Head statistics")
 _, trace = load_trace()
 name = kind_selector(trace, key="st_kind")
-stats = head_stats(trace, name)
+stats = get_head_stats(*inputs(), name)
 metrics = [m for m in STATS if not pd.isna(stats[m]).all()]
 metric = st.selectbox("Metric", metrics, key="st_metric", format_func=lambda m: m)
 event = st.plotly_chart(viz.stats_heatmap(stats[metric], metric, STATS[metric]),

@@ -97,3 +97,18 @@ def test_opening_a_head_from_another_page_shows_it_in_explore():
     allowed = reference.mask("decoder.self")
     np.testing.assert_allclose(z[allowed], reference.weights("decoder.self", 4, 6)[allowed],
                                atol=1e-6)
+
+
+def test_a_target_typed_for_an_encoder_decoder_does_not_break_single_stack_models(tmp_path):
+    from tests.tiny_models import build_tiny_checkpoints
+
+    path = build_tiny_checkpoints(tmp_path)["llama"]
+    for page in ("stats", "rollout", "model_view"):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+        at.session_state["device"] = "cpu"
+        at.session_state["model_choice"] = "other…"
+        at.session_state["model_other"] = str(path)
+        at.session_state["target"] = "猫 坐 在 垫子 上"
+        at.run()
+        at.switch_page(f"app_pages/{page}.py").run()
+        assert not at.exception and not at.error, page
