@@ -35,6 +35,11 @@ def get_rollout(spec: str, device: str, text: str, target: str | None, name: str
 
 
 @st.cache_data(show_spinner="Drawing every layer and head…", max_entries=16)
-def get_model_view(spec: str, device: str, text: str, target: str | None, name: str):
-    """The model-view figure (every head computed and pooled once)."""
-    return viz.model_view(get_trace(spec, device, text, target), name)
+def get_model_view(spec: str, device: str, text: str, target: str | None, name: str) -> dict:
+    """The model-view figure as a plain dict (every head computed and pooled once).
+
+    A dict, not a ``go.Figure``: an unpickled Figure serialises its layout keys in another
+    order than the original, so the chart's element id changed between the first run and the
+    next, and the click that caused the next run lost its selection.
+    """
+    return viz.model_view(get_trace(spec, device, text, target), name).to_dict()
