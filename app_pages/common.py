@@ -41,6 +41,8 @@ def sidebar(with_text: bool = True) -> None:
         if with_text:
             st.text_area("Text", DEFAULT_TEXT, key="text", height=100,
                          help="Type or paste text; it is tokenised as the model does.")
+            st.file_uploader("…or upload a text file", type=["txt", "md"], key="upload",
+                             help="UTF-8 text; while a file is loaded it replaces the box above.")
             st.text_input("Target text (encoder-decoder models, optional)", key="target",
                           help="Teacher-forced output. Leave empty to trace the model's own "
                                "greedy output.")
@@ -51,6 +53,23 @@ def settings() -> tuple[str, str]:
     choice = st.session_state.get("model_choice", DEFAULT_MODEL)
     spec = st.session_state.get("model_other", "").strip() if choice == OTHER else choice
     return spec, st.session_state.get("device", "auto")
+
+
+def decode_upload(data: bytes, name: str = "the file") -> str:
+    """Text of an uploaded file: UTF-8 (a byte-order mark is dropped), or a clear error."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{name} is not UTF-8 text (byte {error.start} cannot be read); save "
+                         f"it as UTF-8 and upload it again") from None
+
+
+def current_text() -> str:
+    """The text to analyse: an uploaded file's, else the text box's."""
+    upload = st.session_state.get("upload")
+    if upload is not None:
+        return decode_upload(upload.getvalue(), upload.name)
+    return st.session_state.get("text", DEFAULT_TEXT)
 
 
 def inputs() -> tuple[str, str, str, str | None]:
@@ -64,7 +83,14 @@ def load_trace():
     from app_pages.cache import get_model, get_trace
 
     spec, device = settings()
-    text = st.session_state.get("text", DEFAULT_TEXT)
+    try:
+        text = current_text()
+    except ValueError as error:
+        st.error(str(error))
+        st.stop()
+    if st.session_state.get("upload") is not None:
+        st.caption(f"Analysing the uploaded file {st.session_state['upload'].name} "
+                   f"({len(text):,} characters).")
     target = st.session_state.get("target", "").strip() or None
     if not spec:
         st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")

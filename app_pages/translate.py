@@ -15,7 +15,11 @@ EXAMPLES = ("The cat sat on the mat", "The cat chased the mouse because it was h
 
 st.title("Translate English → Chinese")
 _, device = settings()
-translator = get_model(SPEC, device)
+try:
+    translator = get_model(SPEC, device)
+except ValueError as error:
+    st.error(str(error))
+    st.stop()
 vocabulary = sorted(translator.src_vocab.itos[4:])
 with st.expander(f"The translator's English vocabulary ({len(vocabulary)} words)"):
     st.write(" · ".join(vocabulary))

@@ -145,3 +145,12 @@ def test_an_unreachable_hub_id_is_explained_on_the_page(monkeypatch):
     at.text_input(key="model_other").set_value("someone/not-cached").run()
     assert not at.exception
     assert "hub cannot be reached" in at.error[0].value
+
+
+def test_uploaded_files_are_decoded_as_utf8_or_explained():
+    from app_pages.common import decode_upload
+
+    assert decode_upload("猫 坐 在 垫子 上".encode()) == "猫 坐 在 垫子 上"
+    assert decode_upload(b"\xef\xbb\xbfThe cat") == "The cat"  # byte-order mark dropped
+    with pytest.raises(ValueError, match="notes.txt is not UTF-8 text"):
+        decode_upload("caf\u00e9".encode("latin-1"), "notes.txt")

@@ -107,3 +107,17 @@ def test_clicking_a_token_in_the_head_view_isolates_its_lines():
             "() => document.querySelector(\"input[aria-label='Focus on one token']\")"
             "?.value === '2: sat'", timeout=60_000)
         assert focus.input_value() == "2: sat"
+
+
+def test_an_uploaded_text_file_is_analysed(tmp_path):
+    upload = tmp_path / "story.txt"
+    upload.write_text("A dog slept under the table", encoding="utf-8")
+    with served_app() as url, chromium_page() as page:
+        page.goto(url, wait_until="networkidle")
+        page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
+        page.get_by_test_id("stSidebar").locator("input[type='file']").set_input_files(
+            str(upload))
+        page.get_by_text("Analysing the uploaded file story.txt").wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        labels = page.locator(".js-plotly-plot").first.locator(".xtick text").all_text_contents()
+        assert labels == ["A", "dog", "slept", "under", "the", "table"]
