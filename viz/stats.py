@@ -29,7 +29,8 @@ def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
     fig.add_trace(click_targets([(lay, hd, lay, hd) for lay in range(n_layers)
                                  for hd in range(n_heads)], size=14))
     fig.update_layout(title={"text": f"{metric}<br><sup>{description}</sup>" if description
-                             else metric, "y": 0.995, "yanchor": "top"},
+                             else metric, "y": 1, "yref": "container", "yanchor": "top",
+                             "pad": {"t": 12}},
                       height=max(320, 150 + 22 * n_layers), plot_bgcolor="white",
                       margin={"l": 60, "r": 20, "t": 120, "b": 40}, clickmode="event+select")
     fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(n_heads)),
