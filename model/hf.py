@@ -268,6 +268,10 @@ class HFModel:
         if any(not t.strip() for t in texts):
             raise ValueError("the text is empty")
         enc = self._encode(texts).to(self.device)
+        limit = getattr(self.config, "max_position_embeddings", None)
+        if limit and enc["input_ids"].shape[1] > limit:
+            raise ValueError(f"the text is {enc['input_ids'].shape[1]} tokens long; {self.name} "
+                             f"reads at most {limit}: shorten it")
         inputs = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
         if self.family == "encoder-decoder":
             inputs.update(self._decoder_inputs(enc, targets))

@@ -159,3 +159,9 @@ def test_models_without_sdpa_are_captured_through_their_own_eager_function(check
     model.model.set_attn_implementation(ATTN_EAGER)
     targets = TARGETS if model.family == "encoder-decoder" else None
     _assert_equal_to_eager(model, TEXTS, targets)
+
+
+def test_text_longer_than_the_model_reads_is_refused_clearly(checkpoints):
+    bert = HFModel.load(str(checkpoints["bert"]), device="cpu")
+    with pytest.raises(ValueError, match="reads at most 128: shorten it"):
+        bert.trace(" ".join(["cat"] * 400))
