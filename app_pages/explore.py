@@ -24,10 +24,16 @@ head = right.selectbox("Head", range(trace.n_heads), key="head",
 
 q_tokens, k_tokens = trace.axes(name)
 allowed = trace.mask(name, layer)
+weights = trace.weights(name, layer, head)
+fit = st.toggle("Fit the colours to this layer", key="fit_colours",
+                help="Long inputs spread each row over many tokens, so weights are small; "
+                     "this makes the largest weight of the layer the darkest.")
+layer_weights = trace.layer_weights(name, layer)
+zmax = float(max(layer_weights.max(), 1e-6)) if fit else 1.0
 st.plotly_chart(
-    viz.attention_heatmap(trace.weights(name, layer, head), q_tokens, k_tokens, allowed=allowed,
+    viz.attention_heatmap(weights, q_tokens, k_tokens, allowed=allowed,
                           title=f"{name} · layer {layer} · head {head}",
-                          special=trace.special(name)),
+                          special=trace.special(name), zmax=zmax),
     key="head_heatmap")
 st.caption("Rows: the token that is looking (query). Columns: the token it looks at (key). "
            "Each row sums to 1. Grey cells are masked: the model may not look there. Grey "
@@ -37,8 +43,8 @@ st.subheader(f"All {trace.n_heads} heads of layer {layer}")
 if group > 1:
     st.caption(f"Grouped-query attention: {trace.n_kv_heads} key/value heads, each shared by "
                f"{group} consecutive query heads.")
-st.plotly_chart(viz.heads_grid(trace.layer_weights(name, layer), q_tokens, k_tokens,
-                               allowed=allowed, cols=3 if trace.n_heads % 3 == 0 else 4),
+st.plotly_chart(viz.heads_grid(layer_weights, q_tokens, k_tokens, allowed=allowed,
+                               cols=3 if trace.n_heads % 3 == 0 else 4, zmax=zmax),
                 key="heads_grid")
 st.caption(f"{trace.model} · {trace.family} · {trace.n_layers} layers × {trace.n_heads} heads"
            f"{f' ({trace.n_kv_heads} K/V)' if group > 1 else ''} · {trace.positional} positions"

@@ -154,3 +154,12 @@ def test_uploaded_files_are_decoded_as_utf8_or_explained():
     assert decode_upload(b"\xef\xbb\xbfThe cat") == "The cat"  # byte-order mark dropped
     with pytest.raises(ValueError, match="notes.txt is not UTF-8 text"):
         decode_upload("caf\u00e9".encode("latin-1"), "notes.txt")
+
+
+def test_fitting_the_colours_scales_both_figures_to_the_layers_largest_weight(reference):
+    at = _run_app()
+    at.toggle(key="fit_colours").set_value(True).run()
+    heatmap, grid = _figures(at)
+    top = float(reference.layer_weights("encoder.self", 0).max())
+    assert heatmap["layout"]["coloraxis"]["cmax"] == pytest.approx(top)
+    assert grid["layout"]["coloraxis"]["cmax"] == pytest.approx(top)

@@ -105,3 +105,12 @@ def test_special_tokens_are_marked_on_the_axes(seed_trace):
     assert fig.layout.yaxis.ticktext[0] == "<span style='color:#8a8a8a'><i>&lt;bos&gt;</i></span>"
     assert fig.layout.yaxis.ticktext[1] == "The"
     assert list(fig.layout.xaxis.ticktext) == ["The", "cat", "sat", "on", "the", "mat"]
+
+
+def test_colour_scale_can_be_fitted_to_small_weights(seed_trace):
+    q, k = seed_trace.axes("encoder.self")
+    layer = seed_trace.layer_weights("encoder.self", 0)
+    fig = viz.attention_heatmap(layer[0], q, k, zmax=0.25)
+    grid = viz.heads_grid(layer, q, k, zmax=0.25)
+    assert fig.layout.coloraxis.cmax == 0.25 and grid.layout.coloraxis.cmax == 0.25
+    assert viz.attention_heatmap(layer[0], q, k).layout.coloraxis.cmax == 1

@@ -75,7 +75,8 @@ def _pooled(weights, allowed, query_tokens, key_tokens, max_side: int):
 def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
                       allowed=None, title: str = "", x_title: str = "key (attended to)",
                       y_title: str = "query (attending)", max_side: int = 256,
-                      special: tuple[Sequence[int], Sequence[int]] = ((), ())) -> go.Figure:
+                      special: tuple[Sequence[int], Sequence[int]] = ((), ()),
+                      zmax: float = 1.0) -> go.Figure:
     """Heatmap of one head's attention.
 
     Args:
@@ -88,6 +89,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         max_side: longest axis drawn cell by cell; longer axes are pooled into blocks of
             tokens (see :mod:`viz.pooling`) and the title says so.
         special: positions of special tokens on the query and key axes, drawn grey italic.
+        zmax: the weight drawn darkest (1 by default; lower it to see long inputs' spread).
 
     Returns:
         a figure whose first trace holds the weights (masked cells NaN) with a colour bar.
@@ -104,7 +106,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
     n_q, n_k = weights.shape
     cell = max(6, min(48, 640 // max(n_q, n_k)))
     fig.update_layout(
-        title=title, coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
+        title=title, coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": "weight"}}},
         height=max(320, 140 + cell * n_q), width=None, plot_bgcolor="white",
         margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
@@ -116,7 +118,8 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
 
 
 def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
-               allowed=None, cols: int = 4, title: str = "", max_side: int = 64) -> go.Figure:
+               allowed=None, cols: int = 4, title: str = "", max_side: int = 64,
+               zmax: float = 1.0) -> go.Figure:
     """All heads of one layer as small heatmaps on one colour scale.
 
     Args:
@@ -126,6 +129,7 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         cols: heads per row.
         title: the figure's title.
         max_side: longest axis drawn cell by cell in each small heatmap; longer are pooled.
+        zmax: the weight drawn darkest.
 
     Returns:
         a figure with one weight trace per head (in head order, subplot titles ``head h``),
@@ -159,7 +163,7 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         fig.update_yaxes(autorange="reversed", tickfont={"size": 9}, showgrid=False,
                          zeroline=False, row=row + 1, col=col + 1, **y_ticks)
     fig.update_layout(
-        title=title, coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
+        title=title, coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": "weight"}}},
         height=height, plot_bgcolor="white", margin={"l": 70, "r": 30, "t": 70, "b": 50})
     return fig
