@@ -24,11 +24,11 @@ head = right.selectbox("Head", range(trace.n_heads), key="head",
 
 q_tokens, k_tokens = trace.axes(name)
 allowed = trace.mask(name, layer)
-weights = trace.weights(name, layer, head)
 fit = st.toggle("Fit the colours to this layer", key="fit_colours",
                 help="Long inputs spread each row over many tokens, so weights are small; "
                      "this makes the largest weight of the layer the darkest.")
-layer_weights = trace.layer_weights(name, layer)
+layer_weights = trace.layer_weights(name, layer)  # every head once, for both figures
+weights = layer_weights[head]
 zmax = float(max(layer_weights.max(), 1e-6)) if fit else 1.0
 st.plotly_chart(
     viz.attention_heatmap(weights, q_tokens, k_tokens, allowed=allowed,

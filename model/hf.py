@@ -311,7 +311,6 @@ class HFModel:
         real = inputs["attention_mask"][b].bool().cpu().numpy()
         src_index = np.flatnonzero(real)
         src_ids = inputs["input_ids"][b].cpu().numpy()[src_index]
-        tokens: dict = {}
         if self.family == "encoder-decoder":
             dec_real = inputs["decoder_attention_mask"][b].bool().cpu().numpy()
             tgt_index = np.flatnonzero(dec_real)

@@ -120,21 +120,30 @@ class OwnModel:
             raise ValueError("the text holds no words")
         src_vocab, tgt_vocab = self._vocabs(text, target)
         src_ids = src_vocab.encode(words)
-        family = self.family
-        if family == "encoder-decoder":
-            tgt_words = split_words(target) if target is not None else words
-            tgt_tokens = [BOS, *tgt_words]
+        if self.family == "encoder-decoder":
+            if target is None:
+                tgt_words = self._own_target(words, src_ids)
+            else:
+                tgt_words = split_words(target)
             tgt_ids = [tgt_vocab.bos_id, *tgt_vocab.encode(tgt_words)]
             src = torch.tensor([src_ids], device=self.device)  # [batch, source]
             tgt = torch.tensor([tgt_ids], device=self.device)  # [batch, target]
             tokens = dict(source_tokens=words, source_ids=src_ids,
-                          target_tokens=tgt_tokens, target_ids=tgt_ids)
+                          target_tokens=[BOS, *tgt_words], target_ids=tgt_ids)
         else:
             src = tgt = torch.tensor([src_ids], device=self.device)  # [batch, pos]
             tokens = dict(tokens=words, ids=src_ids)
         with torch.inference_mode(), capture(self.network, _is_attention) as store:
-            self.network(src_ids=src, tgt_ids=tgt)
-        return self._make_trace(store, tokens)
+            logits = self.network(src_ids=src, tgt_ids=tgt)[0]  # [position, vocab]
+        return self._make_trace(store, tokens, steps=self._steps(logits, tokens))
+
+    def _own_target(self, words: list[str], src_ids: list[int]) -> list[str]:
+        """The target traced when none is given: own-random copies the source words."""
+        return words
+
+    def _steps(self, logits: torch.Tensor, tokens: dict) -> tuple:
+        """Per-step next-token distributions for the trace (none for an untrained model)."""
+        return ()
 
     def _make_trace(self, store: dict, tokens: dict, steps=()) -> AttentionTrace:
         cfg = self.config

@@ -212,7 +212,8 @@ class AttentionTrace:
         kinds are lower-triangular and a ``sliding_window`` in :attr:`meta` also forbids keys
         more than ``window - 1`` positions behind the query.
         """
-        store = self.attention[name] if name in self.names else None
+        self._check_name(name)
+        store = self.attention[name]
         if hasattr(store, "allowed"):
             self._check_index(name, layer, 0)
             return np.asarray(store.allowed(layer), dtype=bool)

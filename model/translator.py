@@ -1,9 +1,10 @@
 """``own-translator``: the own encoder-decoder trained on the synthetic English→Chinese corpus.
 
-Greedy decoding writes one word at a time (seed 3.4 step 3). The trace of a translation holds
-the source, the full target (``<bos>`` and the words written) and the attention of every step:
-the decoder is causal, so row t of the final pass is exactly what step t saw (a test checks
-this against step-by-step decoding). ``steps`` holds each step's next-token distribution.
+Greedy decoding writes one word at a time (seed 3.4 step 3). ``trace`` (inherited from
+:class:`~model.own.OwnModel`) holds the source, the full target (``<bos>`` and the words
+written) and the attention of every step: the decoder is causal, so row t of the final pass is
+exactly what step t saw (a test checks this against step-by-step decoding). ``steps`` holds
+each step's next-token distribution.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from safetensors.torch import load_file
 
 from .config import TransformerConfig
 from .device import resolve_device
-from .hooks import capture
-from .own import OwnModel, _is_attention
-from .tokenizer import BOS, EOS, WordVocab, split_words
+from .own import OwnModel
+from .tokenizer import WordVocab, split_words
 from .transformer import Transformer
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -41,10 +41,8 @@ class Translator(OwnModel):
         cfg = TransformerConfig(**info["config"])
         network = Transformer(cfg)
         network.load_state_dict(load_file(str(weights)))
-        model = cls("own-translator", network, resolve_device(device),
-                    WordVocab(info["src_vocab"][4:]), WordVocab(info["tgt_vocab"][4:]))
-        model.card = info
-        return model
+        return cls("own-translator", network, resolve_device(device),
+                   WordVocab(info["src_vocab"][4:]), WordVocab(info["tgt_vocab"][4:]))
 
     @torch.inference_mode()
     def translate_ids(self, src_ids: list[list[int]],
@@ -78,37 +76,22 @@ class Translator(OwnModel):
         ids = self.src_vocab.encode(split_words(text))
         return " ".join(self.tgt_vocab.decode(self.translate_ids([ids])[0]))
 
-    def trace(self, text: str, target: str | None = None):
-        """Translate ``text`` greedily (or teacher-force ``target``) and capture every step.
+    def _own_target(self, words: list[str], src_ids: list[int]) -> list[str]:
+        """Without a target, the trace follows the greedy translation."""
+        return self.tgt_vocab.decode(self.translate_ids([src_ids])[0])
 
-        Returns:
-            an encoder-decoder :class:`~model.trace.AttentionTrace`; ``target_tokens`` are
-            ``<bos>`` and the written words; ``steps[t]`` is the distribution from which word
-            ``t + 1`` (or ``<eos>``) was chosen, with its top-5 tokens.
+    def _steps(self, logits: torch.Tensor, tokens: dict) -> tuple:
+        """Step t: the distribution word t + 1 (or ``<eos>``) was chosen from, with its top 5.
+
+        The decoder is causal, so row t of this one pass is exactly what step t of greedy
+        decoding computed.
         """
-        words = split_words(text)
-        if not words:
-            raise ValueError("the text holds no words")
-        src_ids = self.src_vocab.encode(words)
-        if target is None:
-            tgt_ids = self.translate_ids([src_ids])[0]
-        else:
-            tgt_ids = self.tgt_vocab.encode(split_words(target))
-        dec_in = [self.tgt_vocab.bos_id, *tgt_ids]
-        src = torch.tensor([src_ids], device=self.device)  # [batch, source]
-        tgt = torch.tensor([dec_in], device=self.device)  # [batch, target]
-        with torch.inference_mode(), capture(self.network, _is_attention) as store:
-            logits = self.network(src_ids=src, tgt_ids=tgt)[0]  # [target, vocab]
-        probs = torch.softmax(logits.float(), dim=-1)
+        probs = torch.softmax(logits.float(), dim=-1)  # [target, vocab]
         top = probs.topk(TOP_K, dim=-1)
-        chosen = [*self.tgt_vocab.decode(tgt_ids), EOS]
-        steps = [
-            {"step": t, "token": chosen[t],
-             "probability": float(probs[t, ([*tgt_ids, self.tgt_vocab.eos_id])[t]]),
+        written = [*tokens["target_ids"][1:], self.tgt_vocab.eos_id]
+        return tuple(
+            {"step": t, "token": self.tgt_vocab.itos[token_id],
+             "probability": float(probs[t, token_id]),
              "top_k": [[self.tgt_vocab.itos[i], float(p)]
                        for p, i in zip(top.values[t].tolist(), top.indices[t].tolist())]}
-            for t in range(len(dec_in))
-        ]
-        tokens = dict(source_tokens=words, source_ids=src_ids,
-                      target_tokens=[BOS, *self.tgt_vocab.decode(tgt_ids)], target_ids=dec_in)
-        return self._make_trace(store, tokens, steps=steps)
+            for t, token_id in enumerate(written))

@@ -29,22 +29,16 @@ def _figures(at) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
-@pytest.mark.parametrize("spec", ["own-random", "own-translator"])
+@pytest.mark.parametrize("spec", [
+    "own-random", "own-translator",
+    pytest.param("minilm", marks=pytest.mark.slow), pytest.param("smollm2", marks=pytest.mark.slow),
+])
 @pytest.mark.parametrize("page", PAGES)
 def test_page_runs_without_exception(page, spec):
     at = _page(page, spec)
     assert not at.exception, at.exception
     assert not at.error
-    assert at.get("plotly_chart") or at.get("arrow_data_frame") or at.dataframe
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("spec", ["minilm", "smollm2"])
-@pytest.mark.parametrize("page", PAGES)
-def test_page_runs_with_bundled_pretrained_models(page, spec):
-    at = _page(page, spec)
-    assert not at.exception, at.exception
-    assert not at.error
+    assert at.get("plotly_chart")
 
 
 def test_mask_page_shows_minus_infinity_exactly_where_the_decoder_is_masked():
