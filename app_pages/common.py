@@ -25,8 +25,17 @@ KIND_LABELS = {
 }
 
 
+SHARED_KEYS = ("model_choice", "model_other", "device", "text", "target")
+
+
 def sidebar(with_text: bool = True) -> None:
     """Draw the shared sidebar: model, device and (for the analysis pages) the text."""
+    # Streamlit forgets a widget's value after a run that does not draw it (the Translate and
+    # Positions pages hide the text). Writing the values back makes them plain session state,
+    # which lasts until the widget is drawn again.
+    for key in SHARED_KEYS:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
     with st.sidebar:
         choices = (*model.BUNDLED, OTHER)
         choice = st.selectbox("Model", choices, key="model_choice",

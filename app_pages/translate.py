@@ -14,6 +14,7 @@ EXAMPLES = ("The cat sat on the mat", "The cat chased the mouse because it was h
             "The small dog slept under the table yesterday")
 
 st.title("Translate English → Chinese")
+st.caption("This page always runs own-translator; the sidebar's model is for the other pages.")
 _, device = settings()
 try:
     translator = get_model(SPEC, device)

@@ -163,3 +163,14 @@ def test_fitting_the_colours_scales_both_figures_to_the_layers_largest_weight(re
     top = float(reference.layer_weights("encoder.self", 0).max())
     assert heatmap["layout"]["coloraxis"]["cmax"] == pytest.approx(top)
     assert grid["layout"]["coloraxis"]["cmax"] == pytest.approx(top)
+
+
+def test_the_sidebar_keeps_the_users_text_and_model_across_pages_that_hide_them():
+    at = _run_app()
+    at.selectbox(key="model_choice").set_value("own-translator").run()
+    at.text_area(key="text").set_value("a dog slept under the table").run()
+    at.switch_page("app_pages/translate.py").run()  # hides the text box
+    at.switch_page("app_pages/positions.py").run()
+    at.switch_page("app_pages/explore.py").run()
+    assert at.text_area(key="text").value == "a dog slept under the table"
+    assert at.selectbox(key="model_choice").value == "own-translator"
