@@ -4,10 +4,20 @@
     m = load("own-random")
     t = m.trace("The cat sat on the mat")
     t.weights("encoder.self", layer=0, head=0)
+
+The contract sits at the top (:mod:`.trace`, :mod:`.store`, :mod:`.facts`, :mod:`.interface`,
+:mod:`.loader`, :mod:`.errors`, the CLI in ``__main__``); the rooms below name the architecture:
+:mod:`.own` (the seed's Transformer and translator), :mod:`.hf` (Hugging Face checkpoints and
+their capture) and :mod:`.analysis` (numbers computed from a trace).
 """
 
-from .config import TransformerConfig
+from .errors import ModelLoadError, UnknownWordsError
+from .facts import Family, ModelDims, PositionInfo, Step
+from .interface import LoadedModel
 from .loader import BUNDLED, load
+from .own.config import TransformerConfig
 from .trace import AttentionTrace
 
-__all__ = ["BUNDLED", "AttentionTrace", "TransformerConfig", "load"]
+__all__ = ["BUNDLED", "AttentionTrace", "Family", "LoadedModel", "ModelDims",
+           "ModelLoadError", "PositionInfo", "Step", "TransformerConfig", "UnknownWordsError",
+           "load"]

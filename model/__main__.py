@@ -46,10 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     from . import load  # imported late so that --help stays fast
+    from .facts import Family
 
     try:
         model = load(args.model, device=args.device)
-        if args.target is not None and model.family != "encoder-decoder":
+        if args.target is not None and model.family is not Family.ENCODER_DECODER:
             raise ValueError(f"--target applies to encoder-decoder models; {args.model} is "
                              f"{model.family}")
         trace = model.trace(args.text, target=args.target)

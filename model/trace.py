@@ -10,34 +10,35 @@ decoder-only       ``decoder.self`` (causal)
 encoder-decoder    ``encoder.self``, ``decoder.self`` (causal), ``decoder.cross``
 =================  =============================================================
 
-Each array is ``[layer, head, query, key]`` float32; rows sum to 1; masked entries are exactly 0.
-An array may be any object with ``shape`` and ``[layer, head]`` indexing that returns exact
-weights (a lazy store computing a head when asked); :meth:`AttentionTrace.stack` materialises it.
+Each kind is ``[layer, head, query, key]`` float32; rows sum to 1; masked entries are exactly 0.
+Every kind lives in an :class:`~model.store.AttentionStore` (weights, scores and masks through one
+interface); a plain numpy array given for a kind is kept in a :class:`~model.store.DenseStore`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-FAMILIES = ("encoder-only", "decoder-only", "encoder-decoder")
-KINDS = {
-    "encoder-only": ("encoder.self",),
-    "decoder-only": ("decoder.self",),
-    "encoder-decoder": ("encoder.self", "decoder.self", "decoder.cross"),
-}
-CAUSAL_KINDS = ("decoder.self",)
+from .facts import (
+    CAUSAL_KINDS,
+    Family,
+    ModelDims,
+    PositionInfo,
+    Step,
+    dims_from_facts,
+)
+from .store import AttentionStore, DenseStore, readonly
 
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = np.asarray(array)
-    array.setflags(write=False)
-    return array
+FAMILIES = tuple(f.value for f in Family)
+KINDS = {family: family.kinds for family in Family}
+TOKEN_FIELDS = {"tokens": ("tokens", "ids"), "source": ("source_tokens", "source_ids"),
+                "target": ("target_tokens", "target_ids")}
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,9 @@ class AttentionTrace:
 
     Args:
         model: the model's name (a bundled name, hub id or path).
-        family: ``encoder-only``, ``decoder-only`` or ``encoder-decoder``.
-        attention: ``name -> [layer, head, query, key]`` weights (see module docstring).
+        family: a :class:`~model.facts.Family` (or its string).
+        attention: ``kind -> `` an :class:`~model.store.AttentionStore` or a numpy array
+            ``[layer, head, query, key]`` of weights.
         tokens, ids: display tokens and input ids of a single-stack model.
         source_tokens, source_ids, target_tokens, target_ids: the same for encoder-decoder.
         n_heads: query heads per layer.
@@ -55,16 +57,16 @@ class AttentionTrace:
             head serves ``n_heads // n_kv_heads`` consecutive query heads).
         positional: the positional scheme (``sinusoidal``, ``rope``, ``learned``, ...).
         device, dtype: where and in what precision the model ran.
-        steps: per generation step, the next-token distribution (``{"step", "token",
-            "top_k": [[token, probability], ...]}``); empty when nothing was generated.
-        meta: further JSON-able facts (``sliding_window``, layer counts per stack, ...).
-        raw_scores: optional ``name -> [layer, head, query, key]`` scores QKᵀ/√d_k before the
-            mask (the own models record them); lazy stores compute them instead. Not exported.
+        steps: per generation step, a :class:`~model.facts.Step`; empty when nothing was
+            generated.
+        special_positions: positions of special tokens (``[CLS]``, ``<bos>``) per token axis
+            (``tokens``, or ``source`` and ``target``).
+        meta: further JSON-able facts; the models write :data:`model.facts.FACT_KEYS`.
     """
 
     model: str
-    family: str
-    attention: Mapping[str, Any]
+    family: Family
+    attention: Mapping[str, AttentionStore | np.ndarray]
     n_heads: int
     n_kv_heads: int
     tokens: np.ndarray | None = None
@@ -76,63 +78,69 @@ class AttentionTrace:
     positional: str = "unknown"
     device: str = "cpu"
     dtype: str = "float32"
-    steps: tuple = ()
+    steps: tuple[Step, ...] = ()
+    special_positions: Mapping[str, Sequence[int]] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
-    raw_scores: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
-            raise ValueError(f"family must be one of {FAMILIES}, not {self.family!r}")
-        single = self.family != "encoder-decoder"
-        token_fields = ("tokens", "ids") if single else (
-            "source_tokens", "source_ids", "target_tokens", "target_ids")
-        for name in token_fields:
-            value = getattr(self, name)
-            if value is None:
-                raise ValueError(f"a {self.family} trace needs {name}")
-            kind = str if name.endswith("tokens") else np.int64
-            object.__setattr__(self, name, _readonly(np.asarray(value, dtype=kind)))
-        pairs = (("tokens", "ids"),) if single else (
-            ("source_tokens", "source_ids"), ("target_tokens", "target_ids"))
-        for tok, ids in pairs:
+        family = Family.parse(self.family)
+        object.__setattr__(self, "family", family)
+        object.__setattr__(self, "meta", dict(self.meta))
+        for axis in family.axis_names:
+            tok, ids = TOKEN_FIELDS[axis]
+            for name in (tok, ids):
+                value = getattr(self, name)
+                if value is None:
+                    raise ValueError(f"a {family} trace needs {name}")
+                kind = str if name == tok else np.int64
+                object.__setattr__(self, name, readonly(np.asarray(value, dtype=kind)))
             if len(getattr(self, tok)) != len(getattr(self, ids)):
                 raise ValueError(f"{tok} and {ids} differ in length")
-        expected = KINDS[self.family]
-        if set(self.attention) != set(expected):
+        if set(self.attention) != set(family.kinds):
             raise ValueError(
-                f"a {self.family} trace holds {expected}, got {tuple(self.attention)}")
+                f"a {family} trace holds {family.kinds}, got {tuple(self.attention)}")
         if self.n_heads < 1 or self.n_kv_heads < 1 or self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}")
-        arrays = {}
-        for name in expected:
-            array = self.attention[name]
-            if isinstance(array, np.ndarray):
-                array = _readonly(array.astype(np.float32, copy=False))
-            shape = tuple(array.shape)
+        stores = {}
+        for name in family.kinds:
+            store = self.attention[name]
+            if isinstance(store, np.ndarray):
+                store = DenseStore(store, causal=name in CAUSAL_KINDS,
+                                   window=self.meta.get("sliding_window"))
+            if not isinstance(store, AttentionStore):
+                raise TypeError(f"{name} must be a numpy array or an AttentionStore, not "
+                                f"{type(store).__name__}")
+            shape = tuple(store.shape)
             q_len, k_len = (len(t) for t in self.axes(name))
             if len(shape) != 4 or shape[1] != self.n_heads or shape[2:] != (q_len, k_len):
                 raise ValueError(
                     f"{name} has shape {shape}; expected [layer, {self.n_heads} heads, "
                     f"{q_len} queries, {k_len} keys] to match the tokens")
-            arrays[name] = array
-        object.__setattr__(self, "attention", arrays)
-        if self.raw_scores is not None:
-            scores = {}
-            for name, array in self.raw_scores.items():
-                if name not in arrays or tuple(array.shape) != tuple(arrays[name].shape):
-                    raise ValueError(f"raw_scores[{name!r}] does not match the attention arrays")
-                scores[name] = _readonly(np.asarray(array, dtype=np.float32))
-            object.__setattr__(self, "raw_scores", scores)
-        object.__setattr__(self, "steps", tuple(self.steps))
-        object.__setattr__(self, "meta", dict(self.meta))
+            stores[name] = store
+        object.__setattr__(self, "attention", stores)
+        steps = tuple(self.steps)
+        if not all(isinstance(step, Step) for step in steps):
+            raise TypeError("steps must be model.facts.Step records")
+        object.__setattr__(self, "steps", steps)
+        special = {}
+        for axis, positions in dict(self.special_positions).items():
+            if axis not in family.axis_names:
+                raise ValueError(f"special positions for {axis!r}: a {family} trace has the "
+                                 f"token axes {family.axis_names}")
+            n = len(getattr(self, TOKEN_FIELDS[axis][0]))
+            positions = tuple(int(p) for p in positions)
+            if any(not 0 <= p < n for p in positions):
+                raise ValueError(f"special positions {positions} fall outside {n} {axis}")
+            special[axis] = positions
+        object.__setattr__(self, "special_positions", special)
 
     # --- addressing ---------------------------------------------------------------------
 
     @property
     def names(self) -> tuple[str, ...]:
         """The attention kinds this trace holds, e.g. ``("decoder.self",)``."""
-        return KINDS[self.family]
+        return self.family.kinds
 
     @property
     def n_layers(self) -> int:
@@ -141,19 +149,20 @@ class AttentionTrace:
 
     def layers(self, name: str) -> int:
         """Number of layers of the stack holding ``name``."""
-        self._check_name(name)
-        return int(self.attention[name].shape[0])
+        return int(self._store(name).shape[0])
+
+    def axis_tokens(self, axis: str) -> np.ndarray:
+        """Display tokens of token axis ``axis`` (``tokens``, ``source`` or ``target``)."""
+        if axis not in self.family.axis_names:
+            raise ValueError(f"a {self.family} trace has the token axes "
+                             f"{self.family.axis_names}, not {axis!r}")
+        return getattr(self, TOKEN_FIELDS[axis][0])
 
     def axes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(query tokens, key tokens)`` of attention kind ``name``."""
         self._check_name(name)
-        if self.family != "encoder-decoder":
-            return self.tokens, self.tokens
-        if name == "encoder.self":
-            return self.source_tokens, self.source_tokens
-        if name == "decoder.self":
-            return self.target_tokens, self.target_tokens
-        return self.target_tokens, self.source_tokens
+        q_axis, k_axis = self.family.axes(name)
+        return self.axis_tokens(q_axis), self.axis_tokens(k_axis)
 
     def weights(self, name: str, layer: int, head: int) -> np.ndarray:
         """Attention weights of one head.
@@ -172,69 +181,54 @@ class AttentionTrace:
     def layer_weights(self, name: str, layer: int) -> np.ndarray:
         """All heads of one layer: float32 ``[head, query, key]``."""
         self._check_index(name, layer, 0)
-        return np.stack([self.weights(name, layer, h) for h in range(self.n_heads)])
+        return np.asarray(self.attention[name].layer(layer), dtype=np.float32)
+
+    def mean_weights(self, name: str, layer: int) -> np.ndarray:
+        """One layer's weights averaged over its heads: float32 ``[query, key]``."""
+        return self.layer_weights(name, layer).mean(axis=0)
+
+    def head_or_mean(self, name: str, layer: int, head: int | None) -> np.ndarray:
+        """One head's weights, or (``head=None``) the layer's average over heads."""
+        if head is None:
+            return self.mean_weights(name, layer)
+        return self.weights(name, layer, head)
+
+    def stack(self, name: str) -> np.ndarray:
+        """Every layer and head of ``name``: read-only float32 ``[layer, head, query, key]``."""
+        array = np.asarray(self._store(name).stack(), dtype=np.float32)
+        return readonly(array)
 
     def scores(self, name: str, layer: int, head: int) -> np.ndarray:
         """Scores of one head before the mask and softmax: float32 ``[query, key]``.
 
         They include what the model adds before masking (T5's position bias, soft-capping).
+
+        Raises:
+            ValueError: the trace keeps weights only (a loaded export).
         """
         self._check_index(name, layer, head)
-        store = self.attention[name]
-        if hasattr(store, "raw_scores"):
-            return np.asarray(store.raw_scores(layer, head), dtype=np.float32)
-        if self.raw_scores is None or name not in self.raw_scores:
-            raise ValueError("this trace holds no scores (an export keeps weights only); "
-                             "run the model again to see them")
-        return np.asarray(self.raw_scores[name][layer, head], dtype=np.float32)
+        return np.asarray(self.attention[name].scores(layer, head), dtype=np.float32)
 
     def masked_scores(self, name: str, layer: int, head: int) -> np.ndarray:
         """Scores with -inf where the mask forbids attention: what goes into the softmax."""
         return np.where(self.mask(name, layer), self.scores(name, layer, head), -np.inf
                         ).astype(np.float32)
 
-    def mean_weights(self, name: str, layer: int) -> np.ndarray:
-        """One layer's weights averaged over its heads: float32 ``[query, key]``."""
-        return self.layer_weights(name, layer).mean(axis=0)
-
-    def stack(self, name: str) -> np.ndarray:
-        """Every layer and head of ``name``: float32 ``[layer, head, query, key]``."""
-        self._check_name(name)
-        array = self.attention[name]
-        if isinstance(array, np.ndarray):
-            return array
-        return np.stack([self.layer_weights(name, layer) for layer in range(self.layers(name))])
-
     def mask(self, name: str, layer: int = 0) -> np.ndarray:
-        """Where the model allows attention: bool ``[query, key]`` (True = may attend).
+        """Where layer ``layer`` of ``name`` may attend: bool ``[query, key]`` (True = may).
 
-        A lazy store that recorded the model's own mask answers for ``layer``; otherwise causal
-        kinds are lower-triangular and a ``sliding_window`` in :attr:`meta` also forbids keys
-        more than ``window - 1`` positions behind the query.
+        Pretrained models answer with the mask they received; the own models and loaded
+        exports with the rule (lower-triangular for causal kinds, and the sliding window).
         """
-        self._check_name(name)
-        store = self.attention[name]
-        if hasattr(store, "allowed"):
-            self._check_index(name, layer, 0)
-            return np.asarray(store.allowed(layer), dtype=bool)
-        q_tokens, k_tokens = self.axes(name)
-        allowed = np.ones((len(q_tokens), len(k_tokens)), dtype=bool)
-        if name in CAUSAL_KINDS:
-            allowed = np.tril(allowed)
-            window = self.meta.get("sliding_window")
-            if window:
-                allowed &= ~np.tril(allowed, k=-int(window))
-        return allowed
+        self._check_index(name, layer, 0)
+        return np.asarray(self.attention[name].mask(layer), dtype=bool)
 
     def special(self, name: str) -> tuple[list[int], list[int]]:
         """Positions of special tokens (``[CLS]``, ``<bos>``, ...) on the query and key axes."""
         self._check_name(name)
-        marks = self.meta.get("special", {})
-        if self.family != "encoder-decoder":
-            return list(marks.get("tokens", [])), list(marks.get("tokens", []))
-        source, target = list(marks.get("source", [])), list(marks.get("target", []))
-        return {"encoder.self": (source, source), "decoder.self": (target, target),
-                "decoder.cross": (target, source)}[name]
+        q_axis, k_axis = self.family.axes(name)
+        return (list(self.special_positions.get(q_axis, ())),
+                list(self.special_positions.get(k_axis, ())))
 
     def kv_head(self, head: int) -> int:
         """The key/value head that query head ``head`` reads (grouped-query attention)."""
@@ -242,13 +236,28 @@ class AttentionTrace:
             raise ValueError(f"head {head} is out of range 0..{self.n_heads - 1}")
         return head // (self.n_heads // self.n_kv_heads)
 
+    @property
+    def dims(self) -> ModelDims | None:
+        """The model's sizes recorded in :attr:`meta` (None for a hand-built trace)."""
+        return dims_from_facts(self.meta, self.n_heads, self.n_kv_heads)
+
+    @property
+    def positions(self) -> PositionInfo:
+        """The positional scheme and the parameters recorded in :attr:`meta`."""
+        return PositionInfo(self.positional, rope_theta=self.meta.get("rope_theta"),
+                            max_positions=self.meta.get("max_positions"),
+                            sliding_window=self.meta.get("sliding_window"))
+
+    def _store(self, name: str) -> AttentionStore:
+        self._check_name(name)
+        return self.attention[name]
+
     def _check_name(self, name: str) -> None:
         if name not in self.names:
             raise ValueError(
                 f"{name!r} is not in this {self.family} trace; choose from {self.names}")
 
     def _check_index(self, name: str, layer: int, head: int) -> None:
-        self._check_name(name)
         n_layers = self.layers(name)
         if not 0 <= layer < n_layers:
             raise ValueError(f"layer {layer} is out of range 0..{n_layers - 1} for {name}")
@@ -262,7 +271,7 @@ class AttentionTrace:
         return {
             **self.meta,
             "model": self.model,
-            "family": self.family,
+            "family": self.family.value,
             "n_layers": self.n_layers,
             "layers": {name: self.layers(name) for name in self.names},
             "n_heads": self.n_heads,
@@ -270,20 +279,19 @@ class AttentionTrace:
             "positional": self.positional,
             "device": self.device,
             "dtype": self.dtype,
-            "steps": list(self.steps),
+            "special": {axis: list(p) for axis, p in self.special_positions.items()},
+            "steps": [step.to_dict() for step in self.steps],
         }
 
     def save(self, path: str | Path) -> Path:
         """Write the export format of DESIGN.md (an ``.npz`` file) and return its path."""
         path = Path(path)
         arrays: dict[str, np.ndarray] = {}
-        if self.family == "encoder-decoder":
-            for name in ("source_tokens", "source_ids", "target_tokens", "target_ids"):
+        for axis in self.family.axis_names:
+            for name in TOKEN_FIELDS[axis]:
                 arrays[name] = getattr(self, name)
-        else:
-            arrays["tokens"], arrays["ids"] = self.tokens, self.ids
         for name in self.names:
-            arrays[name] = self.stack(name).astype(np.float32, copy=False)
+            arrays[name] = self.stack(name)
         arrays["meta"] = np.array(json.dumps(self.metadata(), ensure_ascii=False))
         with path.open("wb") as f:
             np.savez(f, **arrays)
@@ -294,11 +302,14 @@ class AttentionTrace:
         """Read a trace written by :meth:`save`."""
         with np.load(path) as data:
             meta = json.loads(str(data["meta"]))
-            family = meta.pop("family")
-            kwargs = {k: data[k] for k in data.files if k != "meta" and k not in KINDS[family]}
-            attention = {name: data[name] for name in KINDS[family]}
-        known = ("model", "n_heads", "n_kv_heads", "positional", "device", "dtype", "steps")
+            family = Family.parse(meta.pop("family"))
+            kwargs = {k: data[k] for k in data.files if k != "meta" and k not in family.kinds}
+            attention = {name: data[name] for name in family.kinds}
+        known = ("model", "n_heads", "n_kv_heads", "positional", "device", "dtype")
         fields = {k: meta.pop(k) for k in known if k in meta}
         for derived in ("n_layers", "layers"):
             meta.pop(derived, None)
-        return cls(family=family, attention=attention, meta=meta, **fields, **kwargs)
+        steps = tuple(Step.from_dict(record) for record in meta.pop("steps", []))
+        special = meta.pop("special", {})
+        return cls(family=family, attention=attention, meta=meta, steps=steps,
+                   special_positions=special, **fields, **kwargs)

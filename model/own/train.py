@@ -1,7 +1,7 @@
-"""Train ``own-translator``: ``python -m model.train`` (see ``--help``).
+"""Train ``own-translator``: ``python -m model.own.train`` (see ``--help``).
 
 A small encoder-decoder (d_model 128, 4 heads, 3 + 3 layers, d_ff 512) on the synthetic corpus of
-:mod:`model.corpus`, with label smoothing, the warm-up schedule of "Attention Is All You Need"
+:mod:`model.own.corpus`, with label smoothing, the warm-up schedule of "Attention Is All You Need"
 (lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)) and guided alignment: a small
 extra loss pulls the head-averaged cross-attention of the last decoder layer towards the
 corpus's gold word alignment (Garg et al. 2019; Marian's ``--guided-alignment``), so that the
@@ -23,12 +23,12 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from tqdm import tqdm
 
+from ..device import resolve_device
 from .config import TransformerConfig
 from .corpus import make_corpus, vocabularies
-from .device import resolve_device
-from .tokenizer import WordVocab, split_words
 from .transformer import Transformer
 from .translator import CARD, WEIGHTS, Translator
+from .vocab import WordVocab, split_words
 
 CONFIG = dict(d_model=128, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=512,
               dropout=0.1, max_len=64)
@@ -136,7 +136,7 @@ def evaluate(model: Translator, pairs, batch_size: int = 250) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m model.train", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m model.own.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=0, help="corpus and initialisation seed")
     parser.add_argument("--steps", type=int, default=3000, help="optimiser steps")

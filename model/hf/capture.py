@@ -129,7 +129,8 @@ def recording(model: torch.nn.Module) -> Iterator[Recorder]:
 
 
 class LazyAttention:
-    """One stack/kind of a trace: ``[layer, head, query, key]`` computed a head at a time.
+    """One kind of a trace (an :class:`~model.store.AttentionStore`): ``[layer, head, query,
+    key]`` computed a head at a time from the recorded queries and keys.
 
     Args:
         calls: the :class:`Call` of each layer, in layer order.
@@ -149,8 +150,8 @@ class LazyAttention:
         self.n_kv_heads = calls[0].k.shape[1]
         self.shape = (len(calls), self.n_heads, len(self.q_index), len(self.k_index))
 
-    def allowed(self, layer: int) -> np.ndarray:
-        """Where layer ``layer`` may attend: bool ``[query, key]``."""
+    def mask(self, layer: int) -> np.ndarray:
+        """Where layer ``layer`` may attend: bool ``[query, key]``, from the mask it received."""
         call = self.calls[layer]
         n_q, n_k = call.q.shape[2], call.k.shape[2]
         if call.mask is None:
@@ -161,7 +162,7 @@ class LazyAttention:
             full = mask if mask.dtype == bool else mask > np.finfo(np.float32).min / 2
         return full[np.ix_(self.q_index, self.k_index)]
 
-    def raw_scores(self, layer: int, head: int) -> np.ndarray:
+    def scores(self, layer: int, head: int) -> np.ndarray:
         """Scores before the mask, position bias and soft-capping included: ``[query, key]``."""
         call = self.calls[layer]
         b = self.batch
@@ -176,19 +177,19 @@ class LazyAttention:
             scores = np.tanh(scores / call.softcap) * call.softcap
         return scores.astype(np.float32)
 
-    def scores(self, layer: int, head: int) -> np.ndarray:
-        """Scores going into softmax: -inf where masked (additive masks added): ``[query, key]``."""
+    def _logits(self, layer: int, head: int) -> np.ndarray:
+        """What goes into softmax: -inf where masked, additive masks added: ``[query, key]``."""
         call = self.calls[layer]
         b = self.batch
-        scores = self.raw_scores(layer, head)
+        scores = self.scores(layer, head)
         if call.mask is not None and call.mask.dtype != bool:
             mask = call.mask[min(b, call.mask.shape[0] - 1), min(head, call.mask.shape[1] - 1)]
             scores = scores + mask[np.ix_(self.q_index, self.k_index)]
-        return np.where(self.allowed(layer), scores, -np.inf).astype(np.float32)
+        return np.where(self.mask(layer), scores, -np.inf).astype(np.float32)
 
     def __getitem__(self, index: tuple[int, int]) -> np.ndarray:
         layer, head = index
-        scores = self.scores(layer, head)
+        scores = self._logits(layer, head)
         call = self.calls[layer]
         top = scores.max(axis=-1, keepdims=True)
         if call.sinks is not None:
@@ -200,3 +201,11 @@ class LazyAttention:
         if call.sinks is not None:
             total = total + np.exp(np.float32(call.sinks[head]) - top)
         return np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+
+    def layer(self, layer: int) -> np.ndarray:
+        """Every head of one layer: ``[head, query, key]``."""
+        return np.stack([self[layer, head] for head in range(self.n_heads)])
+
+    def stack(self) -> np.ndarray:
+        """Every layer and head: ``[layer, head, query, key]``."""
+        return np.stack([self.layer(layer) for layer in range(self.shape[0])])

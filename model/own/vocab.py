@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from ..errors import UnknownWordsError
+
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 _WORD = re.compile(r"\w+|[^\w\s]")
@@ -13,15 +15,6 @@ _WORD = re.compile(r"\w+|[^\w\s]")
 def split_words(text: str) -> list[str]:
     """Split text into words and punctuation marks (CJK words must be separated by spaces)."""
     return _WORD.findall(text)
-
-
-class UnknownWordsError(ValueError):
-    """Raised when text holds words outside a fixed vocabulary; ``words`` lists them."""
-
-    def __init__(self, words: Sequence[str]):
-        self.words = list(dict.fromkeys(words))
-        super().__init__(
-            "not in the vocabulary: " + ", ".join(repr(w) for w in self.words))
 
 
 class WordVocab:

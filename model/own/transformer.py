@@ -3,11 +3,13 @@
 Seed 4.9 gives the attention function and multi-head attention; seed 3.3 the post-norm residual
 sublayer ``LayerNorm(x + sublayer(x))``; seed 3.2 the encoder and decoder stacks; seed 3.4 the
 positional encodings and the causal mask. Encoder-only, decoder-only and encoder-decoder models
-are configurations of the same classes (see :class:`model.config.TransformerConfig`).
+are configurations of the same classes (see :class:`model.own.config.TransformerConfig`).
 
-Every attention module carries identity hook points (:class:`model.hooks.HookPoint`):
-``hook_q``, ``hook_k``, ``hook_v`` (per-head projections), ``hook_scores`` (QKᵀ/√d_k before
+Every attention module carries identity hook points (:class:`model.own.hooks.HookPoint`):
+``hook_q``, ``hook_k``, ``hook_v`` (per-head projections), ``hook_scores`` (QKᵀ/√d_head before
 masking), ``hook_pattern`` (weights after softmax) and ``hook_z`` (weights · V).
+
+Names follow the config: ``d_head`` is the seed's d_k (the width of one head), ``n_heads`` its h.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..facts import Family
 from .config import TransformerConfig
 from .hooks import HookPoint
-from .positional import rope_rotate, sinusoidal_table
+from .position_encoding import rope_rotate, sinusoidal_table
 
 
 def causal_mask(length: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -37,19 +40,19 @@ def attention(Q, K, V, mask=None, *, scores_hook=None, pattern_hook=None):
     """Scaled dot-product attention of seed 4.9, returning (output, weights).
 
     Args:
-        Q: ``[B, h, L_q, d_k]`` queries.
-        K: ``[B, h, L_k, d_k]`` keys.
-        V: ``[B, h, L_k, d_v]`` values.
-        mask: broadcastable to ``[B, h, L_q, L_k]``; positions where it is 0/False get -inf.
+        Q: ``[B, n_heads, L_q, d_head]`` queries.
+        K: ``[B, n_heads, L_k, d_head]`` keys.
+        V: ``[B, n_heads, L_k, d_v]`` values.
+        mask: broadcastable to ``[B, n_heads, L_q, L_k]``; where it is 0/False gets -inf.
         scores_hook: optional callable applied to the scaled scores before masking.
         pattern_hook: optional callable applied to the weights after softmax.
 
     Returns:
-        ``(output [B, h, L_q, d_v], weights [B, h, L_q, L_k])``.
+        ``(output [B, n_heads, L_q, d_v], weights [B, n_heads, L_q, L_k])``.
     """
-    d_k = Q.size(-1)
-    # ① scores: every q against every k -> [B, h, L_q, L_k]
-    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_k)
+    d_head = Q.size(-1)  # the seed's d_k
+    # ① scores: every q against every k -> [batch, head, query, key]
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_head)
     if scores_hook is not None:
         scores = scores_hook(scores)
     # ② mask: forbidden positions get -inf (causal mask / padding)
@@ -59,7 +62,7 @@ def attention(Q, K, V, mask=None, *, scores_hook=None, pattern_hook=None):
     weights = F.softmax(scores, dim=-1)
     if pattern_hook is not None:
         weights = pattern_hook(weights)
-    # ④ weighted sum of V -> [B, h, L_q, d_v]
+    # ④ weighted sum of V -> [batch, head, query, d_v]
     return torch.matmul(weights, V), weights
 
 
@@ -68,7 +71,7 @@ class MultiHeadAttention(nn.Module):
 
     Args:
         d_model: model width.
-        n_heads: number of heads h; each head has ``d_k = d_model / h``.
+        n_heads: number of heads (the seed's h); each has ``d_head = d_model / n_heads``.
         rope_base: when given, Q and K are rotated by position (RoPE) before the scores.
     """
 
@@ -76,8 +79,8 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        self.d_k = d_model // n_heads
-        self.h = n_heads
+        self.d_head = d_model // n_heads
+        self.n_heads = n_heads
         self.rope_base = rope_base
         self.W_Q = nn.Linear(d_model, d_model)
         self.W_K = nn.Linear(d_model, d_model)
@@ -91,9 +94,10 @@ class MultiHeadAttention(nn.Module):
         self.hook_z = HookPoint()
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """``[B, L, d_model] -> [B, h, L, d_k]``."""
+        """``[B, L, d_model] -> [B, n_heads, L, d_head]``."""
         B = x.size(0)
-        return x.view(B, -1, self.h, self.d_k).transpose(1, 2)  # [batch, head, pos, d_k]
+        # [batch, pos, d_model] -> [batch, head, pos, d_head]
+        return x.view(B, -1, self.n_heads, self.d_head).transpose(1, 2)
 
     def forward(self, query, key, value, mask=None, q_positions=None, k_positions=None):
         """Attend from ``query [B, L_q, d_model]`` to ``key``/``value [B, L_k, d_model]``.
@@ -102,9 +106,9 @@ class MultiHeadAttention(nn.Module):
             ``(output [B, L_q, d_model], weights [B, h, L_q, L_k])``.
         """
         B = query.size(0)
-        Q = self.split_heads(self.W_Q(query))  # [batch, head, query, d_k]
-        K = self.split_heads(self.W_K(key))  # [batch, head, key, d_k]
-        V = self.split_heads(self.W_V(value))  # [batch, head, key, d_k]
+        Q = self.split_heads(self.W_Q(query))  # [batch, head, query, d_head]
+        K = self.split_heads(self.W_K(key))  # [batch, head, key, d_head]
+        V = self.split_heads(self.W_V(value))  # [batch, head, key, d_head]
         if self.rope_base is not None:
             if q_positions is None:
                 q_positions = torch.arange(Q.size(2), device=Q.device)
@@ -116,9 +120,9 @@ class MultiHeadAttention(nn.Module):
         z, weights = attention(
             Q, K, V, mask, scores_hook=self.hook_scores, pattern_hook=self.hook_pattern
         )
-        z = self.hook_z(z)  # [batch, head, query, d_k]
-        # [batch, head, query, d_k] -> [batch, query, d_model]
-        out = z.transpose(1, 2).contiguous().view(B, -1, self.h * self.d_k)
+        z = self.hook_z(z)  # [batch, head, query, d_head]
+        # [batch, head, query, d_head] -> [batch, query, d_model]
+        out = z.transpose(1, 2).contiguous().view(B, -1, self.n_heads * self.d_head)
         return self.W_O(out), weights
 
 
@@ -291,10 +295,10 @@ class Transformer(nn.Module):
     def forward(self, src_ids=None, tgt_ids=None) -> torch.Tensor:
         """Logits ``[B, L, vocab]`` for the target (or, encoder-only, the source) positions."""
         family = self.cfg.family
-        if family == "encoder-only":
+        if family is Family.ENCODER_ONLY:
             memory, _ = self.encode(src_ids)
             return self.generator(memory)
-        if family == "decoder-only":
+        if family is Family.DECODER_ONLY:
             return self.generator(self.decode(tgt_ids))
         memory, src_mask = self.encode(src_ids)
         return self.generator(self.decode(tgt_ids, memory, src_mask))

@@ -1,7 +1,5 @@
-"""Numbers computed from a trace (numpy only): rollout, head statistics, aggregates, spans.
+"""Head statistics, aggregates over heads and span-to-span attention (numpy only).
 
-Attention rollout follows Abnar & Zuidema (2020): average the heads of each layer, add the
-identity for the residual connection, renormalise the rows, and multiply through the layers.
 Attention weights show where a model looked, not why it decided: none of these numbers is an
 explanation.
 """
@@ -10,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .trace import AttentionTrace
+from ..trace import AttentionTrace
 
 STATS = {
     "entropy": "mean entropy of a query's weights (nats): low = focused, high = spread out",
@@ -19,31 +17,6 @@ STATS = {
     "previous_token": "mean weight on the token just before the query",
     "self": "mean weight of a token on itself (the diagonal)",
 }
-
-
-def rollout(trace: AttentionTrace, name: str, residual: float = 0.5) -> np.ndarray:
-    """Attention rollout through every layer of a self-attention stack.
-
-    Args:
-        trace: the trace.
-        name: ``encoder.self`` or ``decoder.self``.
-        residual: weight of the identity added for the residual stream (0.5 in the paper).
-
-    Returns:
-        float64 ``[layer, query, key]``: entry l is the rollout through layers 0..l.
-    """
-    if not name.endswith(".self"):
-        raise ValueError(f"rollout follows one token stream; {name} is cross-attention")
-    n_layers = trace.layers(name)
-    n = len(trace.axes(name)[0])
-    result = np.eye(n)
-    out = np.empty((n_layers, n, n))
-    for layer in range(n_layers):
-        mixed = residual * np.eye(n) + (1 - residual) * trace.mean_weights(name, layer)
-        mixed /= mixed.sum(axis=-1, keepdims=True)
-        result = mixed @ result
-        out[layer] = result
-    return out
 
 
 def head_stats(trace: AttentionTrace, name: str) -> dict[str, np.ndarray]:
@@ -100,3 +73,18 @@ def span_attention(weights: np.ndarray, queries: tuple[int, int],
         raise ValueError(f"spans {queries} and {keys} do not fit a {weights.shape} matrix")
     block = weights[qa:qb, ka:kb]
     return block, float(block.sum(-1).mean())
+
+
+def stats_table(stats: dict[str, np.ndarray], metrics) -> list[dict]:
+    """One row per head, ``{"layer", "head", metric: value, ...}``, layer by layer."""
+    metrics = list(metrics)
+    n_layers, n_heads = next(iter(stats.values())).shape
+    return [{"layer": layer, "head": head,
+             **{m: float(stats[m][layer, head]) for m in metrics}}
+            for layer in range(n_layers) for head in range(n_heads)]
+
+
+def defined_metrics(stats: dict[str, np.ndarray]) -> list[str]:
+    """The metrics of :data:`STATS` that hold a number somewhere (cross-attention has no
+    distance, previous-token or self statistic)."""
+    return [m for m in STATS if not np.isnan(stats[m]).all()]

@@ -1,6 +1,7 @@
 """Positional-encoding data for the views, as numpy: the seed's table, RoPE, the model's own.
 
-Uses :mod:`model.positional` (torch) for the formulas and hands plain arrays to viz/.
+Uses the seed's formulas of :mod:`model.own.position_encoding` (torch) and hands plain arrays to
+viz/; the loaded model is read through :class:`~model.interface.LoadedModel` only.
 """
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .positional import rope_frequencies, rope_rotate, sinusoidal_table
+from ..interface import LoadedModel
+from ..own.position_encoding import rope_frequencies, rope_rotate, sinusoidal_table
 
 
 def sinusoidal(n_positions: int, d_model: int) -> np.ndarray:
@@ -49,35 +51,25 @@ def rope_offset_scores(n_positions: int = 24, d_head: int = 64, base: float = 10
     return (q_rot @ k_rot.T).numpy()
 
 
-def model_positions(loaded, n_positions: int = 64) -> dict:
+def model_positions(loaded: LoadedModel, n_positions: int = 64) -> dict:
     """What the loaded model uses for positions.
 
     Returns:
-        ``{"scheme": ...}`` plus, for learned embeddings, ``"similarity"`` (cosine, first
-        ``n_positions`` positions) and ``"parameter"``; for RoPE, ``"theta"`` (the base),
-        ``"d_head"`` and ``"periods"`` (positions per turn of each pair); for the sinusoidal
-        own models, ``"table"``.
+        ``{"scheme": ...}`` plus, for RoPE, ``"theta"`` (the base), ``"d_head"`` and
+        ``"periods"`` (positions per turn of each pair); for learned embeddings,
+        ``"similarity"`` (cosine, first ``n_positions`` positions) and ``"parameter"``; for the
+        sinusoidal own models, ``"table"``.
     """
-    from .hf import HFModel, positional_scheme, rope_theta
-
-    if not isinstance(loaded, HFModel):
-        cfg = loaded.config
-        if cfg.positional == "rope":
-            return {"scheme": "rope", "theta": cfg.rope_base, "d_head": cfg.d_head,
-                    "periods": 2 * np.pi / rope_thetas(cfg.d_head, cfg.rope_base)}
-        return {"scheme": "sinusoidal", "table": sinusoidal(n_positions, cfg.d_model)}
-    cfg = loaded.config
-    scheme = positional_scheme(cfg)
-    if scheme == "rope":
-        d_head = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        theta = rope_theta(cfg) or 10000.0
-        return {"scheme": "rope", "theta": theta, "d_head": d_head,
-                "periods": 2 * np.pi / rope_thetas(d_head, theta)}
-    for name, parameter in loaded.model.named_parameters():
-        lowered = name.lower()
-        if parameter.ndim == 2 and ("position" in lowered or "wpe" in lowered) and \
-                ("embed" in lowered or "wpe" in lowered):
-            vectors = parameter.detach().float().cpu().numpy()[:n_positions]
-            return {"scheme": scheme, "parameter": name,
-                    "similarity": cosine_similarity(vectors)}
-    return {"scheme": scheme}
+    info, dims = loaded.positions, loaded.dims
+    if info.scheme == "rope":
+        theta = info.rope_theta or 10000.0
+        return {"scheme": "rope", "theta": theta, "d_head": dims.d_head,
+                "periods": 2 * np.pi / rope_thetas(dims.d_head, theta)}
+    learned = loaded.position_embeddings(n_positions)
+    if learned is not None:
+        parameter, vectors = learned
+        return {"scheme": info.scheme, "parameter": parameter,
+                "similarity": cosine_similarity(vectors)}
+    if info.scheme == "sinusoidal":
+        return {"scheme": "sinusoidal", "table": sinusoidal(n_positions, dims.d_model)}
+    return {"scheme": info.scheme}

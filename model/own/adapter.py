@@ -1,4 +1,5 @@
-"""The own Transformer behind the Python API: ``own-random`` (and the trained translator).
+"""The own Transformer as a :class:`~model.interface.LoadedModel`: ``own-random`` (and, through
+:mod:`model.own.translator`, the trained translator).
 
 ``own-random`` is the seed-default encoder-decoder (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048)
 with weights drawn from a fixed seed, so every load gives the same model. It has no trained
@@ -17,12 +18,14 @@ import re
 import numpy as np
 import torch
 
+from ..device import resolve_device
+from ..facts import CAUSAL_KINDS, Family, ModelDims, PositionInfo, Step, model_facts
+from ..store import DenseStore
+from ..trace import AttentionTrace
 from .config import TransformerConfig
-from .device import resolve_device
 from .hooks import capture
-from .tokenizer import BOS, SPECIALS, WordVocab, split_words
-from .trace import AttentionTrace
-from .transformer import Transformer
+from .transformer import Embeddings, MultiHeadAttention, PositionwiseFFN, Transformer
+from .vocab import BOS, SPECIALS, WordVocab, split_words
 
 RANDOM_SEED = 0
 RANDOM_VOCAB = 1024
@@ -35,7 +38,7 @@ def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0,
     """Turn captured ``hook_pattern`` (or ``hook_scores``) tensors into trace arrays.
 
     Args:
-        store: ``hook name -> [batch, head, query, key]`` from :func:`model.hooks.capture`.
+        store: ``hook name -> [batch, head, query, key]`` from :func:`model.own.hooks.capture`.
         batch_index: which sequence of the batch to keep.
         hook: which hook point's values to collect.
 
@@ -57,11 +60,11 @@ def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0,
 
 
 class OwnModel:
-    """The own Transformer with its vocabularies, ready to trace text.
+    """The own Transformer with its vocabularies, ready to trace text (a ``LoadedModel``).
 
     Args:
         name: the SPEC it was loaded as.
-        network: the :class:`~model.transformer.Transformer`.
+        network: the :class:`~model.own.transformer.Transformer`.
         device: where it runs.
         src_vocab, tgt_vocab: fixed vocabularies; ``None`` builds one from each text.
     """
@@ -79,8 +82,37 @@ class OwnModel:
         return self.network.cfg
 
     @property
-    def family(self) -> str:
+    def family(self) -> Family:
         return self.config.family
+
+    @property
+    def dims(self) -> ModelDims:
+        cfg = self.config
+        return ModelDims(d_model=cfg.d_model, n_heads=cfg.n_heads, n_kv_heads=cfg.n_heads,
+                         d_head=cfg.d_head, d_ff=cfg.d_ff, n_encoder_layers=cfg.n_encoder_layers,
+                         n_decoder_layers=cfg.n_decoder_layers)
+
+    @property
+    def positions(self) -> PositionInfo:
+        cfg = self.config
+        return PositionInfo(cfg.positional, max_positions=cfg.max_len,
+                            rope_theta=cfg.rope_base if cfg.positional == "rope" else None)
+
+    @property
+    def module(self) -> torch.nn.Module:
+        return self.network
+
+    def parameter_modules(self) -> dict[str, list[torch.nn.Module]]:
+        """Attention (W_Q, W_K, W_V, W_O), the FFNs and the token embeddings; the rest is the
+        LayerNorms and the output projection."""
+        kinds = {"attention": MultiHeadAttention, "ffn": PositionwiseFFN,
+                 "embeddings": Embeddings}
+        return {kind: [m for m in self.network.modules() if isinstance(m, cls)]
+                for kind, cls in kinds.items()}
+
+    def position_embeddings(self, n_positions: int) -> None:
+        """None: the own models add a fixed table (or rotate by RoPE); they learn no vectors."""
+        return None
 
     @classmethod
     def random(cls, device: str = "auto") -> OwnModel:
@@ -120,7 +152,7 @@ class OwnModel:
             raise ValueError("the text holds no words")
         src_vocab, tgt_vocab = self._vocabs(text, target)
         src_ids = src_vocab.encode(words)
-        if self.family == "encoder-decoder":
+        if self.family is Family.ENCODER_DECODER:
             if target is None:
                 tgt_words = self._own_target(words, src_ids)
             else:
@@ -141,31 +173,29 @@ class OwnModel:
         """The target traced when none is given: own-random copies the source words."""
         return words
 
-    def _steps(self, logits: torch.Tensor, tokens: dict) -> tuple:
+    def _steps(self, logits: torch.Tensor, tokens: dict) -> tuple[Step, ...]:
         """Per-step next-token distributions for the trace (none for an untrained model)."""
         return ()
 
     def _make_trace(self, store: dict, tokens: dict, steps=()) -> AttentionTrace:
-        cfg = self.config
+        weights = stacks_from_capture(store)
+        scores = stacks_from_capture(store, hook="hook_scores")
+        attention = {name: DenseStore(weights[name], scores[name], causal=name in CAUSAL_KINDS)
+                     for name in self.family.kinds}
         return AttentionTrace(
-            model=self.name, family=self.family, attention=stacks_from_capture(store),
-            raw_scores=stacks_from_capture(store, hook="hook_scores"),
-            n_heads=cfg.n_heads, n_kv_heads=cfg.n_heads, positional=cfg.positional,
-            device=str(self.device), dtype=str(next(self.network.parameters()).dtype)
-            .removeprefix("torch."), steps=steps,
-            meta={"special": _special_positions(tokens),
-                  "d_model": cfg.d_model, "d_head": cfg.d_head, "d_ff": cfg.d_ff,
-                  "n_encoder_layers": cfg.n_encoder_layers,
-                  "n_decoder_layers": cfg.n_decoder_layers},
-            **tokens,
-        )
+            model=self.name, family=self.family, attention=attention,
+            n_heads=self.dims.n_heads, n_kv_heads=self.dims.n_kv_heads,
+            positional=self.positions.scheme, device=str(self.device),
+            dtype=str(next(self.network.parameters()).dtype).removeprefix("torch."),
+            steps=steps, special_positions=_special_positions(tokens),
+            meta=model_facts(self.dims, self.positions, architecture="own"), **tokens)
 
 
-def _special_positions(tokens: dict) -> dict:
-    """Where ``<bos>``-style tokens stand, per token field (as the pretrained traces record)."""
-    names = {"tokens": "tokens", "source_tokens": "source", "target_tokens": "target"}
-    return {names[key]: [i for i, t in enumerate(value) if t in SPECIALS]
-            for key, value in tokens.items() if key in names}
+def _special_positions(tokens: dict) -> dict[str, list[int]]:
+    """Where ``<bos>``-style tokens stand, per token axis (``tokens``, ``source``, ``target``)."""
+    axes = {"tokens": "tokens", "source_tokens": "source", "target_tokens": "target"}
+    return {axes[key]: [i for i, t in enumerate(value) if t in SPECIALS]
+            for key, value in tokens.items() if key in axes}
 
 
 def _is_attention(name: str) -> bool:

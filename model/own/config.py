@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from ..facts import Family
+
 Positional = Literal["sinusoidal", "rope"]
 
 
@@ -65,13 +67,13 @@ class TransformerConfig:
         return self.d_model // self.n_heads
 
     @property
-    def family(self) -> str:
-        """``encoder-only``, ``decoder-only`` or ``encoder-decoder``."""
+    def family(self) -> Family:
+        """Encoder-only, decoder-only or encoder-decoder, from the layer counts."""
         if self.n_decoder_layers == 0:
-            return "encoder-only"
+            return Family.ENCODER_ONLY
         if self.n_encoder_layers == 0:
-            return "decoder-only"
-        return "encoder-decoder"
+            return Family.DECODER_ONLY
+        return Family.ENCODER_DECODER
 
     def to_dict(self) -> dict:
         """The config as plain JSON-able values."""

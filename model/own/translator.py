@@ -1,10 +1,10 @@
 """``own-translator``: the own encoder-decoder trained on the synthetic English→Chinese corpus.
 
 Greedy decoding writes one word at a time (seed 3.4 step 3). ``trace`` (inherited from
-:class:`~model.own.OwnModel`) holds the source, the full target (``<bos>`` and the words
+:class:`~model.own.adapter.OwnModel`) holds the source, the full target (``<bos>`` and the words
 written) and the attention of every step: the decoder is causal, so row t of the final pass is
 exactly what step t saw (a test checks this against step-by-step decoding). ``steps`` holds
-each step's next-token distribution.
+each step's next-token distribution (a :class:`~model.facts.Step`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from ..device import resolve_device
+from ..facts import Step
+from .adapter import OwnModel
 from .config import TransformerConfig
-from .device import resolve_device
-from .own import OwnModel
-from .tokenizer import WordVocab, split_words
 from .transformer import Transformer
+from .vocab import WordVocab, split_words
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 WEIGHTS = WEIGHTS_DIR / "own-translator.safetensors"
@@ -36,7 +37,7 @@ class Translator(OwnModel):
         """Load the committed weights (safetensors) and their card (config, vocabularies)."""
         if not weights.exists() or not card.exists():
             raise ValueError(f"own-translator weights are missing ({weights}); train them with "
-                             f"`python -m model.train`")
+                             f"`python -m model.own.train`")
         info = json.loads(card.read_text(encoding="utf-8"))
         cfg = TransformerConfig(**info["config"])
         network = Transformer(cfg)
@@ -80,7 +81,7 @@ class Translator(OwnModel):
         """Without a target, the trace follows the greedy translation."""
         return self.tgt_vocab.decode(self.translate_ids([src_ids])[0])
 
-    def _steps(self, logits: torch.Tensor, tokens: dict) -> tuple:
+    def _steps(self, logits: torch.Tensor, tokens: dict) -> tuple[Step, ...]:
         """Step t: the distribution word t + 1 (or ``<eos>``) was chosen from, with its top 5.
 
         The decoder is causal, so row t of this one pass is exactly what step t of greedy
@@ -90,8 +91,8 @@ class Translator(OwnModel):
         top = probs.topk(TOP_K, dim=-1)
         written = [*tokens["target_ids"][1:], self.tgt_vocab.eos_id]
         return tuple(
-            {"step": t, "token": self.tgt_vocab.itos[token_id],
-             "probability": float(probs[t, token_id]),
-             "top_k": [[self.tgt_vocab.itos[i], float(p)]
-                       for p, i in zip(top.values[t].tolist(), top.indices[t].tolist())]}
+            Step(step=t, token=self.tgt_vocab.itos[token_id],
+                 probability=float(probs[t, token_id]),
+                 top_k=tuple((self.tgt_vocab.itos[i], float(p))
+                             for p, i in zip(top.values[t].tolist(), top.indices[t].tolist())))
             for t, token_id in enumerate(written))

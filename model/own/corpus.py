@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .tokenizer import split_words
+from .vocab import split_words
 
 ANIMALS = {
     "cat": "猫", "dog": "狗", "mouse": "老鼠", "bird": "鸟", "rabbit": "兔子", "duck": "鸭子",

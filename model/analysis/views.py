@@ -1,0 +1,182 @@
+"""What a page draws, cut from a trace (numpy only): a layer and its chosen head (Explore), a
+window of tokens (head view, causal mask), one generation step (Translate).
+
+Pages call these and hand the arrays to viz/; no page slices or reduces an array itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace import AttentionTrace
+
+
+@dataclass(frozen=True)
+class LayerView:
+    """One layer of one kind with a chosen head.
+
+    Attributes:
+        layer_weights: ``[head, query, key]``.
+        weights: the chosen head's ``[query, key]``.
+        allowed: the layer's mask, bool ``[query, key]``.
+        zmax: the weight drawn darkest: 1, or the layer's largest weight when fitted.
+    """
+
+    layer_weights: np.ndarray
+    weights: np.ndarray
+    allowed: np.ndarray
+    zmax: float
+
+
+def layer_view(trace: AttentionTrace, name: str, layer: int, head: int,
+               fit: bool = False) -> LayerView:
+    """Every head of ``layer`` once, the chosen ``head``, the mask and the colour ceiling.
+
+    Args:
+        fit: make the layer's largest weight the darkest colour (long inputs spread each row
+            thin, so every weight is small).
+    """
+    layer_weights = trace.layer_weights(name, layer)  # [head, query, key]
+    if not 0 <= head < len(layer_weights):
+        raise ValueError(f"head {head} is out of range 0..{len(layer_weights) - 1}")
+    zmax = float(max(layer_weights.max(), 1e-6)) if fit else 1.0
+    return LayerView(layer_weights, layer_weights[head], trace.mask(name, layer), zmax)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A stretch of query tokens (and, for self-attention, the same stretch of keys).
+
+    Attributes:
+        start: the first query's position in the input.
+        queries, keys: slices of the query and key axes.
+        query_tokens, key_tokens: the tokens in the window.
+    """
+
+    start: int
+    queries: slice
+    keys: slice
+    query_tokens: list[str]
+    key_tokens: list[str]
+
+    @property
+    def query_labels(self) -> list[str]:
+        """``"position: token"`` of each query, positions counted in the whole input."""
+        return [f"{self.start + i}: {t}" for i, t in enumerate(self.query_tokens)]
+
+
+def window(trace: AttentionTrace, name: str, start: int, stop: int) -> Window:
+    """Queries ``start..stop`` of ``name``; keys the same stretch for self-attention and every
+    source key for cross-attention (a target word may look anywhere in the source). A start
+    past the end of the query axis is moved to its last token."""
+    q_tokens, k_tokens = trace.axes(name)
+    if start < 0 or stop <= start:
+        raise ValueError(f"the window {start}..{stop} is empty")
+    start = min(start, len(q_tokens) - 1)  # a window past a shorter query axis shows its end
+    queries = slice(start, min(stop, len(q_tokens)))
+    keys = slice(start, min(stop, len(k_tokens))) if name.endswith(".self") else slice(
+        0, len(k_tokens))
+    return Window(start, queries, keys, list(q_tokens[queries]), list(k_tokens[keys]))
+
+
+def window_weights(trace: AttentionTrace, name: str, layer: int, view: Window) -> np.ndarray:
+    """Every head of ``layer`` inside the window: ``[head, query, key]``."""
+    return trace.layer_weights(name, layer)[:, view.queries, view.keys]
+
+
+@dataclass(frozen=True)
+class MaskPanels:
+    """The causal-mask view's four panels inside a window, each ``[query, key]``."""
+
+    scores: np.ndarray
+    allowed: np.ndarray
+    weights: np.ndarray
+
+
+def mask_panels(trace: AttentionTrace, name: str, layer: int, head: int,
+                view: Window) -> MaskPanels:
+    """Scores before the mask, the mask and the weights of one head, inside ``view``.
+
+    Raises:
+        ValueError: the trace holds no scores (a loaded export).
+    """
+    cut = (view.queries, view.keys)
+    return MaskPanels(trace.scores(name, layer, head)[cut], trace.mask(name, layer)[cut],
+                      trace.weights(name, layer, head)[cut])
+
+
+@dataclass(frozen=True)
+class GenerationStep:
+    """What the decoder saw and chose at one generation step (seed 3.4 step 3).
+
+    Attributes:
+        step: 1-based; at step t the decoder has written t − 1 words and chooses word t.
+        written: every word written, then ``<eos>``.
+        self_weights, self_allowed, self_tokens: masked self-attention of the target tokens up
+            to this step, ``[step, step]``.
+        cross_row: this step's cross-attention over the source, ``[source]``.
+        cross_peak: the source position it weighs most.
+        source_tokens: the source words.
+        alignment: cross-attention of every step, ``[step, source]``; row t wrote word t + 1.
+        alignment_rows: ``"t: word"`` labels of the alignment's rows (1-based).
+        top_words, top_probabilities: the step's most probable next words.
+        top_chosen: the index in ``top_words`` of the word written (None if not among them).
+    """
+
+    step: int
+    written: list[str]
+    self_weights: np.ndarray
+    self_allowed: np.ndarray
+    self_tokens: list[str]
+    cross_row: np.ndarray
+    cross_peak: int
+    source_tokens: list[str]
+    alignment: np.ndarray
+    alignment_rows: list[str]
+    top_words: list[str]
+    top_probabilities: list[float]
+    top_chosen: int | None
+
+    @property
+    def chosen(self) -> str:
+        """The word written at this step."""
+        return self.written[self.step - 1]
+
+    @property
+    def so_far(self) -> list[str]:
+        """The words written before this step."""
+        return self.written[:self.step - 1]
+
+
+def written_words(trace: AttentionTrace) -> list[str]:
+    """The words a traced translation wrote, one per step, ending with ``<eos>``."""
+    return [step.token for step in trace.steps]
+
+
+def generation_step(trace: AttentionTrace, step: int, layer: int,
+                    head: int | None = None) -> GenerationStep:
+    """Step ``step`` (1-based) of a traced translation, for one decoder layer.
+
+    Args:
+        head: one head, or None for the average over the layer's heads.
+    """
+    if not trace.steps:
+        raise ValueError(f"{trace.model} generated nothing: there are no steps to show")
+    if not 1 <= step <= len(trace.steps):
+        raise ValueError(f"step {step} is out of range 1..{len(trace.steps)}")
+    t = step - 1  # the query row that writes word t + 1
+    written = written_words(trace)
+    self_w = trace.head_or_mean("decoder.self", layer, head)
+    cross_w = trace.head_or_mean("decoder.cross", layer, head)
+    top = trace.steps[t].top_k
+    words = [word for word, _ in top]
+    return GenerationStep(
+        step=step, written=written, self_weights=self_w[:step, :step],
+        self_allowed=trace.mask("decoder.self", layer)[:step, :step],
+        self_tokens=list(trace.target_tokens[:step]), cross_row=cross_w[t],
+        cross_peak=int(cross_w[t].argmax()), source_tokens=list(trace.source_tokens),
+        alignment=cross_w, alignment_rows=[f"{i + 1}: {w}" for i, w in enumerate(written)],
+        top_words=words, top_probabilities=[p for _, p in top],
+        top_chosen=words.index(written[t]) if written[t] in words else None)

@@ -1,0 +1,190 @@
+"""Typed facts shared by a loaded model and its traces (no torch, no numpy).
+
+- :class:`Family`: encoder-only, decoder-only or encoder-decoder, and the attention kinds each
+  holds (DESIGN.md's table);
+- :class:`ModelDims`: the sizes of seed 3.5 (d_model, heads, d_head, d_ff, layers per stack);
+- :class:`PositionInfo`: the positional scheme and its parameters;
+- :class:`Step`: one generation step's written word and next-token distribution.
+
+Both model adapters describe themselves with these, and :func:`model_facts` turns them into the
+one set of ``meta`` keys every trace carries, whichever adapter made it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+Kind = Literal["encoder.self", "decoder.self", "decoder.cross"]
+Axis = Literal["tokens", "source", "target"]
+CAUSAL_KINDS: tuple[str, ...] = ("decoder.self",)
+
+
+class Family(StrEnum):
+    """The three families of seed 3.7. Members equal their strings (``"decoder-only"``)."""
+
+    ENCODER_ONLY = "encoder-only"
+    DECODER_ONLY = "decoder-only"
+    ENCODER_DECODER = "encoder-decoder"
+
+    @classmethod
+    def parse(cls, value: str) -> Family:
+        """The family named ``value``, or a ValueError listing the three names."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"family must be one of {tuple(m.value for m in cls)}, not "
+                             f"{value!r}") from None
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The attention kinds a trace of this family holds, in stack order."""
+        return {
+            Family.ENCODER_ONLY: ("encoder.self",),
+            Family.DECODER_ONLY: ("decoder.self",),
+            Family.ENCODER_DECODER: ("encoder.self", "decoder.self", "decoder.cross"),
+        }[self]
+
+    @property
+    def stacks(self) -> tuple[str, ...]:
+        """``("encoder",)``, ``("decoder",)`` or ``("encoder", "decoder")``."""
+        return tuple(dict.fromkeys(kind.split(".")[0] for kind in self.kinds))
+
+    @property
+    def single_stack(self) -> bool:
+        """True for encoder-only and decoder-only models: one token sequence, ``tokens``."""
+        return self is not Family.ENCODER_DECODER
+
+    def axes(self, kind: str) -> tuple[Axis, Axis]:
+        """The token axes ``(query, key)`` of attention ``kind``: ``tokens``, ``source`` or
+        ``target``."""
+        if kind not in self.kinds:
+            raise ValueError(f"{kind!r} is not in a {self.value} model; choose from {self.kinds}")
+        if self.single_stack:
+            return "tokens", "tokens"
+        return {"encoder.self": ("source", "source"), "decoder.self": ("target", "target"),
+                "decoder.cross": ("target", "source")}[kind]
+
+    @property
+    def axis_names(self) -> tuple[Axis, ...]:
+        """The token axes of this family: ``("tokens",)`` or ``("source", "target")``."""
+        return ("tokens",) if self.single_stack else ("source", "target")
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """A model's sizes (seed 3.5's names).
+
+    Args:
+        d_model: width of the residual stream.
+        n_heads: query heads per attention layer.
+        n_kv_heads: key/value heads per layer (fewer than ``n_heads`` with grouped-query
+            attention; each serves ``n_heads // n_kv_heads`` consecutive query heads).
+        d_head: width of one head.
+        d_ff: hidden width of the position-wise FFN.
+        n_encoder_layers, n_decoder_layers: layers per stack (0 where a stack is absent).
+    """
+
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    d_head: int
+    d_ff: int
+    n_encoder_layers: int
+    n_decoder_layers: int
+
+    def __post_init__(self) -> None:
+        for name in ("d_model", "n_heads", "n_kv_heads", "d_head", "d_ff"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}")
+        if self.n_encoder_layers < 0 or self.n_decoder_layers < 0:
+            raise ValueError("layer counts must be >= 0")
+
+    def layers(self, stack: str) -> int:
+        """Layers of ``stack`` (``encoder`` or ``decoder``)."""
+        return {"encoder": self.n_encoder_layers, "decoder": self.n_decoder_layers}[stack]
+
+    @property
+    def group(self) -> int:
+        """Query heads per key/value head (1 without grouped-query attention)."""
+        return self.n_heads // self.n_kv_heads
+
+
+@dataclass(frozen=True)
+class PositionInfo:
+    """How a model encodes positions.
+
+    Args:
+        scheme: ``sinusoidal``, ``rope``, ``learned``, ``relative bias`` or another name a
+            checkpoint's config gives.
+        rope_theta: RoPE's frequency base (RoPE only).
+        max_positions: the longest input the model reads (None: no fixed limit).
+        sliding_window: keys more than ``sliding_window - 1`` positions behind a query are
+            masked (None: no window).
+    """
+
+    scheme: str
+    rope_theta: float | None = None
+    max_positions: int | None = None
+    sliding_window: int | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One generation step (seed 3.4 step 3).
+
+    Args:
+        step: 0-based; step t is the query row of the decoder that chose word ``token``.
+        token: the word written at this step (``<eos>`` at the end).
+        probability: the probability the model gave ``token``.
+        top_k: the most probable words, ``((word, probability), ...)``, most probable first.
+    """
+
+    step: int
+    token: str
+    probability: float
+    top_k: tuple[tuple[str, float], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record of the export format's ``meta["steps"]``."""
+        return {"step": self.step, "token": self.token, "probability": self.probability,
+                "top_k": [[token, p] for token, p in self.top_k]}
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> Step:
+        """Read a record written by :meth:`to_dict`."""
+        return cls(step=int(record["step"]), token=str(record["token"]),
+                   probability=float(record["probability"]),
+                   top_k=tuple((str(t), float(p)) for t, p in record["top_k"]))
+
+
+FACT_KEYS = ("architecture", "d_model", "d_head", "d_ff", "n_encoder_layers",
+             "n_decoder_layers", "rope_theta", "max_positions", "sliding_window")
+
+
+def model_facts(dims: ModelDims, positions: PositionInfo, architecture: str) -> dict[str, Any]:
+    """The ``meta`` facts every trace carries, the same keys for every model (:data:`FACT_KEYS`).
+
+    Args:
+        dims: the model's sizes.
+        positions: its positional scheme (the scheme itself is the trace's ``positional``).
+        architecture: what the model is built as (``own`` or a transformers ``model_type``).
+    """
+    dims_record = asdict(dims)
+    facts = {"architecture": architecture,
+             **{key: dims_record[key] for key in FACT_KEYS if key in dims_record},
+             "rope_theta": positions.rope_theta, "max_positions": positions.max_positions,
+             "sliding_window": positions.sliding_window}
+    return {key: facts[key] for key in FACT_KEYS}
+
+
+def dims_from_facts(meta: dict[str, Any], n_heads: int, n_kv_heads: int) -> ModelDims | None:
+    """The :class:`ModelDims` recorded in a trace's ``meta``, or None where it has none."""
+    keys = ("d_model", "d_head", "d_ff", "n_encoder_layers", "n_decoder_layers")
+    if any(meta.get(key) is None for key in keys):
+        return None
+    return ModelDims(n_heads=n_heads, n_kv_heads=n_kv_heads,
+                     **{key: int(meta[key]) for key in keys})

@@ -1,0 +1,15 @@
+"""Hugging Face checkpoints: bundled offline models, hub ids, local folders, GGUF files.
+
+- :mod:`.checkpoints`: where a SPEC's files are (bundled packages, the GGUF cache, the hub);
+- :mod:`.config`: reading a transformers config into family, sizes and positions;
+- :mod:`.adapter`: :class:`HFModel`, the ``LoadedModel`` of a checkpoint;
+- :mod:`.capture`: attention recorded through transformers' attention interface, recomputed
+  exactly a head at a time (:class:`~model.hf.capture.LazyAttention`);
+- :mod:`.labels`: readable token labels (byte-level BPE, SentencePiece, split characters).
+
+Never imports :mod:`model.own`.
+"""
+
+from .adapter import HFModel
+
+__all__ = ["HFModel"]

@@ -1,0 +1,225 @@
+"""Hugging Face checkpoints as a :class:`~model.interface.LoadedModel`.
+
+:meth:`HFModel.load` resolves a SPEC (:mod:`.checkpoints`), reads the family, sizes and positions
+from the config (:mod:`.config`), loads tokenizer and model with transformers' Auto classes (never
+``trust_remote_code`` unless asked), in eval mode, on CUDA when present, with attention routed
+through :mod:`.capture` so that tracing costs about one fused forward pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from transformers import AutoConfig, AutoTokenizer
+
+from ..device import resolve_device
+from ..errors import ModelLoadError
+from ..facts import Family, ModelDims, PositionInfo, model_facts
+from ..trace import AttentionTrace
+from .capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, recording
+from .checkpoints import from_pretrained, resolve
+from .config import auto_class, detect_family, read_dims, read_positions
+from .labels import display_tokens
+
+MAX_NEW_TOKENS = 64
+# Parts of a parameter's name that say what it belongs to (BERT, GPT-2, Llama, T5, BART, ...).
+_ATTENTION = {"self_attn", "cross_attn", "attn", "attention", "self", "selfattention",
+              "encdecattention", "encoder_attn", "crossattention"}
+_FFN = ("mlp", "ffn", "intermediate", "densereludense", "fc1", "fc2", "feed_forward")
+_EMBEDDINGS = ("embed", "wte", "wpe", "shared")
+
+
+def parameter_kind(name: str) -> str:
+    """``attention``, ``ffn``, ``embeddings`` or ``other`` for a module or parameter name."""
+    parts = name.lower().split(".")
+    if any(p in _ATTENTION or p.endswith("attention") for p in parts):
+        return "attention"
+    if any(p.startswith(_FFN) for p in parts) or ("output" in parts and "dense" in parts):
+        return "ffn"
+    if any(p.startswith(_EMBEDDINGS) or p.endswith(_EMBEDDINGS) for p in parts):
+        return "embeddings"
+    return "other"
+
+
+class HFModel:
+    """A Hugging Face model ready to trace text (a ``LoadedModel``, like the own models).
+
+    Args:
+        name: the SPEC it was loaded as.
+        model: the transformers model, in eval mode on ``device``.
+        tokenizer: its tokenizer.
+        family: its family (from the config).
+        device: where it runs.
+    """
+
+    def __init__(self, name: str, model, tokenizer, family: Family, device: torch.device):
+        self.name = name
+        self.model = model
+        self.tokenizer = tokenizer
+        self.family = Family(family)
+        self.device = device
+        self.config = model.config
+        self.dims: ModelDims = read_dims(self.config, self.family)
+        self.positions: PositionInfo = read_positions(self.config)
+
+    @property
+    def module(self) -> torch.nn.Module:
+        return self.model
+
+    def parameter_modules(self) -> dict[str, list[torch.nn.Module]]:
+        """Modules holding parameters, grouped by what their names say they are."""
+        groups: dict[str, list[torch.nn.Module]] = {"attention": [], "ffn": [], "embeddings": []}
+        for name, module in self.model.named_modules():
+            if next(module.parameters(recurse=False), None) is None:
+                continue
+            kind = parameter_kind(name)
+            if kind in groups:
+                groups[kind].append(module)
+        return groups
+
+    def position_embeddings(self, n_positions: int) -> tuple[str, np.ndarray] | None:
+        """``(parameter name, first n vectors [position, d_model])`` of learned absolute
+        positions (BERT's ``position_embeddings``, GPT-2's ``wpe``), else None."""
+        for name, parameter in self.model.named_parameters():
+            lowered = name.lower()
+            if parameter.ndim == 2 and ("position" in lowered or "wpe" in lowered) and \
+                    ("embed" in lowered or "wpe" in lowered):
+                return name, parameter.detach()[:n_positions].float().cpu().numpy()
+        return None
+
+    @classmethod
+    def load(cls, spec: str, device: str = "auto", trust_remote_code: bool = False) -> HFModel:
+        """Load ``spec`` (see :func:`~model.hf.checkpoints.resolve`) on ``device``, in eval
+        mode."""
+        device_t = resolve_device(device)
+        source, local_only = resolve(spec, trust_remote_code)
+        common = dict(trust_remote_code=trust_remote_code)
+        try:
+            config = from_pretrained(AutoConfig, source, local_only, **common)
+            family = detect_family(config)
+            read_dims(config, family)  # refuse a config without attention before loading weights
+            tokenizer = from_pretrained(AutoTokenizer, source, local_only, **common)
+            model = from_pretrained(auto_class(family), source, local_only, dtype=torch.float32,
+                                    **common)
+        except ModelLoadError:
+            raise
+        except (OSError, ValueError, KeyError, ImportError) as error:
+            raise ModelLoadError(f"could not load {spec!r}: {error}") from None
+        model.set_attn_implementation(ATTN_SDPA if model._supports_sdpa else ATTN_EAGER)
+        model.to(device_t).eval()
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        return cls(spec, model, tokenizer, family, device_t)
+
+    # --- tracing ------------------------------------------------------------------------
+
+    def trace(self, text: str, target: str | None = None) -> AttentionTrace:
+        """Run the model on ``text`` and capture every layer's attention.
+
+        Args:
+            text: the input (decoder-only: the whole prompt; encoder-decoder: the source).
+            target: encoder-decoder only: teacher-forced target text; ``None`` traces the
+                model's own greedy output.
+
+        Returns:
+            an :class:`~model.trace.AttentionTrace` whose arrays are computed lazily, one head
+            at a time, from the recorded queries and keys.
+        """
+        return self.trace_batch([text], None if target is None else [target])[0]
+
+    def _encode(self, texts: list[str]):
+        return self.tokenizer(texts, return_tensors="pt", padding=True, truncation=False)
+
+    def trace_batch(self, texts: list[str], targets: list[str] | None = None):
+        """Trace several texts in one padded batch; one trace per text, padding left out."""
+        if targets is not None and self.family is not Family.ENCODER_DECODER:
+            raise ValueError(f"a target text applies to encoder-decoder models; {self.name} is "
+                             f"{self.family}")
+        return self._run(self.prepare_inputs(texts, targets))
+
+    def trace_ids(self, input_ids: list[int]) -> AttentionTrace:
+        """Trace exact input ids (single-stack models), e.g. a prompt cut to 2,048 tokens."""
+        if self.family is Family.ENCODER_DECODER:
+            raise ValueError("trace_ids takes single-stack models; use trace(text, target)")
+        ids = torch.tensor([list(input_ids)], device=self.device)  # [batch, pos]
+        return self._run({"input_ids": ids, "attention_mask": torch.ones_like(ids)})[0]
+
+    def _run(self, inputs: dict) -> list[AttentionTrace]:
+        extra = {"logits_to_keep": 1} if self.family is Family.DECODER_ONLY else {}
+        with torch.inference_mode(), recording(self.model) as recorder:
+            self.model(**inputs, use_cache=False, **extra)
+        return [self._make_trace(recorder.calls, inputs, b)
+                for b in range(inputs["input_ids"].shape[0])]
+
+    def prepare_inputs(self, texts: list[str], targets: list[str] | None = None) -> dict:
+        """The padded model inputs a trace runs on (encoder-decoder: decoder inputs too)."""
+        if any(not t.strip() for t in texts):
+            raise ValueError("the text is empty")
+        enc = self._encode(texts).to(self.device)
+        limit = self.positions.max_positions
+        if limit and enc["input_ids"].shape[1] > limit:
+            raise ValueError(f"the text is {enc['input_ids'].shape[1]} tokens long; {self.name} "
+                             f"reads at most {limit}: shorten it")
+        inputs = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+        if self.family is Family.ENCODER_DECODER:
+            inputs.update(self._decoder_inputs(enc, targets))
+        return inputs
+
+    def _decoder_inputs(self, enc, targets):
+        if targets is None:
+            with torch.inference_mode():
+                generated = self.model.generate(
+                    **enc, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1)
+            pad = self.config.pad_token_id
+            mask = (generated != pad).long()
+            mask[:, 0] = 1  # the start token may be the pad token (T5)
+            return {"decoder_input_ids": generated, "decoder_attention_mask": mask}
+        labels = self.tokenizer(text_target=targets, return_tensors="pt", padding=True)
+        label_ids = labels["input_ids"].to(self.device)
+        decoder_ids = self.model.prepare_decoder_input_ids_from_labels(labels=label_ids)
+        label_mask = labels["attention_mask"].to(self.device)
+        mask = torch.cat([torch.ones_like(label_mask[:, :1]), label_mask[:, :-1]], dim=1)
+        return {"decoder_input_ids": decoder_ids, "decoder_attention_mask": mask}
+
+    def _classify(self, name: str) -> str:
+        lowered = name.lower()
+        cross = any(s in lowered for s in ("encoder_attn", "encdecattention", "crossattention",
+                                           "cross_attn"))
+        if self.family.single_stack:
+            return self.family.kinds[0]
+        stack = "decoder" if ".decoder." in f".{lowered}." else "encoder"
+        return f"{stack}.{'cross' if cross else 'self'}"
+
+    def _make_trace(self, calls, inputs, b: int) -> AttentionTrace:
+        per_kind: dict[str, list] = {}
+        for call in calls:
+            per_kind.setdefault(self._classify(call.module_name), []).append(call)
+        real = inputs["attention_mask"][b].bool().cpu().numpy()
+        src_index = np.flatnonzero(real)
+        src_ids = inputs["input_ids"][b].cpu().numpy()[src_index]
+        if self.family is Family.ENCODER_DECODER:
+            dec_real = inputs["decoder_attention_mask"][b].bool().cpu().numpy()
+            tgt_index = np.flatnonzero(dec_real)
+            tgt_ids = inputs["decoder_input_ids"][b].cpu().numpy()[tgt_index]
+            src_labels, src_special = display_tokens(self.tokenizer, src_ids)
+            tgt_labels, tgt_special = display_tokens(self.tokenizer, tgt_ids)
+            tokens = dict(source_tokens=src_labels, source_ids=src_ids, target_tokens=tgt_labels,
+                          target_ids=tgt_ids)
+            index = {"encoder.self": (src_index, src_index),
+                     "decoder.self": (tgt_index, tgt_index),
+                     "decoder.cross": (tgt_index, src_index)}
+            special = {"source": src_special, "target": tgt_special}
+        else:
+            labels, special_positions = display_tokens(self.tokenizer, src_ids)
+            tokens = dict(tokens=labels, ids=src_ids)
+            index = {name: (src_index, src_index) for name in per_kind}
+            special = {"tokens": special_positions}
+        attention = {name: LazyAttention(per_kind[name], b, *index[name]) for name in per_kind}
+        first = next(iter(attention.values()))
+        return AttentionTrace(
+            model=self.name, family=self.family, attention=attention,
+            n_heads=first.n_heads, n_kv_heads=first.n_kv_heads,
+            positional=self.positions.scheme, device=str(self.device),
+            dtype=str(self.model.dtype).removeprefix("torch."), special_positions=special,
+            meta=model_facts(self.dims, self.positions, architecture=self.config.model_type),
+            **tokens)

@@ -1,0 +1,128 @@
+"""Reading a transformers config: the one place that knows its field names.
+
+Configs name the same fact differently (``hidden_size`` / ``d_model`` / ``n_embd``, ``d_kv`` /
+``head_dim``, ``intermediate_size`` / ``d_ff`` / ``encoder_ffn_dim`` / ``n_inner``, layer counts
+per stack). transformers' ``attribute_map`` already answers ``hidden_size``,
+``num_attention_heads`` and ``num_hidden_layers`` for most; what it does not cover is read here,
+into :class:`~model.facts.ModelDims`, :class:`~model.facts.PositionInfo` and a
+:class:`~model.facts.Family`.
+"""
+
+from __future__ import annotations
+
+from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+from transformers.models.auto.modeling_auto import (
+    MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+    MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+)
+
+from ..errors import ModelLoadError
+from ..facts import Family, ModelDims, PositionInfo
+
+ENCODERS = {"bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2",
+            "xlm-roberta", "mpnet", "camembert", "modernbert"}
+RELATIVE_BIAS = ("t5", "mt5", "longt5", "umt5")
+SINUSOIDAL = ("marian", "m2m_100", "nllb-moe")
+
+
+def _first(config, *names: str):
+    """The first of ``names`` the config sets to something other than None (else None)."""
+    for name in names:
+        value = getattr(config, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def detect_family(config) -> Family:
+    """Encoder-only, decoder-only or encoder-decoder, from a transformers config."""
+    if getattr(config, "is_encoder_decoder", False):
+        return Family.ENCODER_DECODER
+    architectures = getattr(config, "architectures", None) or []
+    if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures):
+        return Family.DECODER_ONLY
+    if architectures:
+        return Family.ENCODER_ONLY
+    if getattr(config, "is_decoder", False):
+        return Family.DECODER_ONLY
+    if config.model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return Family.ENCODER_DECODER
+    if config.model_type not in ENCODERS and config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return Family.DECODER_ONLY
+    return Family.ENCODER_ONLY
+
+
+def auto_class(family: Family):
+    """The transformers Auto class that loads a model of ``family`` with its head."""
+    return {Family.ENCODER_ONLY: AutoModel, Family.DECODER_ONLY: AutoModelForCausalLM,
+            Family.ENCODER_DECODER: AutoModelForSeq2SeqLM}[family]
+
+
+def positional_scheme(config) -> str:
+    """How the model encodes positions (for labels and the positional-encoding views)."""
+    if config.model_type in RELATIVE_BIAS:
+        return "relative bias"
+    if getattr(config, "rope_theta", None) or getattr(config, "rope_parameters", None):
+        return "rope"
+    if config.model_type in SINUSOIDAL:
+        return "sinusoidal"
+    if getattr(config, "position_embedding_type", "absolute") not in ("absolute", None):
+        return str(config.position_embedding_type)
+    return "learned"
+
+
+def rope_theta(config) -> float | None:
+    """The RoPE base of a config (``rope_theta``, or inside ``rope_parameters`` in v5)."""
+    theta = getattr(config, "rope_theta", None)
+    parameters = getattr(config, "rope_parameters", None)
+    if theta is None and isinstance(parameters, dict):
+        theta = parameters.get("rope_theta")
+        if theta is None:  # one entry per layer type
+            theta = next((p.get("rope_theta") for p in parameters.values()
+                          if isinstance(p, dict) and p.get("rope_theta")), None)
+    return float(theta) if theta else None
+
+
+def read_positions(config) -> PositionInfo:
+    """The positional scheme with its base, the longest input and any sliding window."""
+    window = getattr(config, "sliding_window", None)
+    if getattr(config, "use_sliding_window", True) is False:
+        window = None
+    limit = getattr(config, "max_position_embeddings", None)
+    return PositionInfo(positional_scheme(config), rope_theta=rope_theta(config),
+                        max_positions=int(limit) if limit else None,
+                        sliding_window=int(window) if window else None)
+
+
+def read_dims(config, family: Family) -> ModelDims:
+    """d_model, heads, K/V heads, d_head, d_ff and the layers of each stack.
+
+    Raises:
+        ModelLoadError: the config lacks the width or the head count, or holds no layers.
+    """
+    d_model = _first(config, "hidden_size", "d_model", "n_embd")
+    n_heads = _first(config, "num_attention_heads", "n_head", "num_heads")
+    if not d_model or not n_heads:
+        raise ModelLoadError(f"the {config.model_type} config names no model width or number "
+                             f"of attention heads: not a Transformer this app can read")
+    d_head = _first(config, "head_dim", "d_kv") or d_model // n_heads
+    d_ff = _first(config, "intermediate_size", "d_ff", "encoder_ffn_dim", "n_inner",
+                  "ffn_dim") or 4 * d_model
+    n_kv_heads = _first(config, "num_key_value_heads") or n_heads
+    layers = _first(config, "num_hidden_layers", "num_layers", "n_layer") or 0
+    if family is Family.ENCODER_DECODER:
+        encoder = _first(config, "encoder_layers", "num_layers") or layers
+        decoder = _first(config, "decoder_layers", "num_decoder_layers") or encoder
+    elif family is Family.ENCODER_ONLY:
+        encoder, decoder = layers, 0
+    else:
+        encoder, decoder = 0, layers
+    if encoder + decoder < 1:
+        raise ModelLoadError(f"the {config.model_type} config has no layers "
+                             f"(num_hidden_layers = {layers}): there is no attention to show")
+    try:
+        return ModelDims(d_model=int(d_model), n_heads=int(n_heads), n_kv_heads=int(n_kv_heads),
+                         d_head=int(d_head), d_ff=int(d_ff), n_encoder_layers=int(encoder),
+                         n_decoder_layers=int(decoder))
+    except ValueError as error:
+        raise ModelLoadError(f"the {config.model_type} config is inconsistent: {error}") from None

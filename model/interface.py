@@ -1,0 +1,69 @@
+"""The written interface of a loaded model: what every adapter offers, whoever built it.
+
+Both adapters implement :class:`LoadedModel`: the own Transformer
+(:class:`model.own.adapter.OwnModel`, and the translator) and Hugging Face checkpoints
+(:class:`model.hf.adapter.HFModel`). Code outside :mod:`model.loader` reads a model through this
+interface only, never by asking which adapter it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from .facts import Family, ModelDims, PositionInfo
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from .trace import AttentionTrace
+
+PARAMETER_KINDS = ("attention", "ffn", "embeddings")
+
+
+@runtime_checkable
+class LoadedModel(Protocol):
+    """A model ready to trace text.
+
+    Attributes:
+        name: the SPEC it was loaded as (a bundled name, hub id or path).
+        family: encoder-only, decoder-only or encoder-decoder.
+        device: where it runs.
+        dims: its sizes (d_model, heads, K/V heads, d_head, d_ff, layers per stack).
+        positions: its positional scheme and that scheme's parameters.
+        module: the whole torch module (every parameter).
+    """
+
+    name: str
+    family: Family
+    device: torch.device
+    dims: ModelDims
+    positions: PositionInfo
+
+    @property
+    def module(self) -> torch.nn.Module:
+        """The torch module holding every parameter."""
+        ...
+
+    def parameter_modules(self) -> Mapping[str, Sequence[torch.nn.Module]]:
+        """The modules whose parameters are of each kind in :data:`PARAMETER_KINDS`
+        (``attention``, ``ffn``, ``embeddings``); every other parameter of :attr:`module` is
+        of none of them (norms, output head)."""
+        ...
+
+    def position_embeddings(self, n_positions: int) -> tuple[str, np.ndarray] | None:
+        """The model's own absolute position vectors: ``(parameter name, the first
+        n_positions vectors [position, d_model])``, or None when it holds none (the own models'
+        fixed table, RoPE, relative biases)."""
+        ...
+
+    def trace(self, text: str, target: str | None = None) -> AttentionTrace:
+        """Run the model on ``text`` and capture every attention pattern.
+
+        Args:
+            text: the input (single-stack: the whole prompt; encoder-decoder: the source).
+            target: encoder-decoder only: teacher-forced target text; None traces the
+                model's own output.
+        """
+        ...

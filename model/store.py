@@ -1,0 +1,122 @@
+"""Where a trace keeps one attention kind: the :class:`AttentionStore` interface and its dense,
+in-memory implementation.
+
+A store answers for ``[layer, head, query, key]`` weights, a layer's mask and a head's scores.
+It may hold every weight (:class:`DenseStore`: the own models, a loaded export) or compute a
+head when asked from what the capture recorded (:class:`model.hf.capture.LazyAttention`); what
+it returns is exact either way. :class:`model.trace.AttentionTrace` reads every store through
+this one interface.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+NO_SCORES = ("this trace holds no scores (an export keeps weights only); run the model again "
+             "to see them")
+
+
+def readonly(array: np.ndarray) -> np.ndarray:
+    """``array`` as a numpy array that refuses writes."""
+    array = np.asarray(array)
+    array.setflags(write=False)
+    return array
+
+
+@runtime_checkable
+class AttentionStore(Protocol):
+    """One attention kind of a trace, ``[layer, head, query, key]``."""
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """``(layers, heads, queries, keys)``."""
+        ...
+
+    def __getitem__(self, index: tuple[int, int]) -> np.ndarray:
+        """Weights of head ``index = (layer, head)``: float32 ``[query, key]``, rows sum to 1."""
+        ...
+
+    def layer(self, layer: int) -> np.ndarray:
+        """Every head of one layer: float32 ``[head, query, key]``."""
+        ...
+
+    def stack(self) -> np.ndarray:
+        """Every layer and head: float32 ``[layer, head, query, key]``."""
+        ...
+
+    def mask(self, layer: int) -> np.ndarray:
+        """Where layer ``layer`` may attend: bool ``[query, key]`` (True = allowed)."""
+        ...
+
+    def scores(self, layer: int, head: int) -> np.ndarray:
+        """Scores of one head before the mask and softmax: float32 ``[query, key]``.
+
+        Raises:
+            ValueError: the store keeps weights only.
+        """
+        ...
+
+
+def rule_mask(n_query: int, n_key: int, causal: bool, window: int | None = None) -> np.ndarray:
+    """The mask a plain Transformer uses: all True, lower-triangular when ``causal``, and keys
+    more than ``window - 1`` positions behind the query forbidden when ``window`` is set.
+
+    Returns:
+        bool ``[query, key]``.
+    """
+    allowed = np.ones((n_query, n_key), dtype=bool)
+    if causal:
+        allowed = np.tril(allowed)
+        if window:
+            allowed &= ~np.tril(allowed, k=-int(window))
+    return allowed
+
+
+class DenseStore:
+    """Every weight in memory (and, when recorded, every score).
+
+    Args:
+        weights: ``[layer, head, query, key]``.
+        scores: optional scores before masking, same shape.
+        causal: the kind is causal self-attention (its mask is lower-triangular).
+        window: a sliding window of causal attention (None: none).
+    """
+
+    def __init__(self, weights: np.ndarray, scores: np.ndarray | None = None, *,
+                 causal: bool = False, window: int | None = None):
+        self.weights = readonly(np.asarray(weights).astype(np.float32, copy=False))
+        if self.weights.ndim != 4:
+            raise ValueError(f"weights must be [layer, head, query, key], got shape "
+                             f"{self.weights.shape}")
+        if scores is not None:
+            scores = readonly(np.asarray(scores).astype(np.float32, copy=False))
+            if scores.shape != self.weights.shape:
+                raise ValueError(f"scores of shape {scores.shape} do not match the weights "
+                                 f"{self.weights.shape}")
+        self._scores = scores
+        n_query, n_key = self.weights.shape[2:]
+        self._mask = readonly(rule_mask(n_query, n_key, causal, window))
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return tuple(self.weights.shape)
+
+    def __getitem__(self, index: tuple[int, int]) -> np.ndarray:
+        layer, head = index
+        return self.weights[layer, head]
+
+    def layer(self, layer: int) -> np.ndarray:
+        return self.weights[layer]
+
+    def stack(self) -> np.ndarray:
+        return self.weights
+
+    def mask(self, layer: int) -> np.ndarray:
+        return self._mask
+
+    def scores(self, layer: int, head: int) -> np.ndarray:
+        if self._scores is None:
+            raise ValueError(NO_SCORES)
+        return self._scores[layer, head]
