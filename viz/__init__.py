@@ -8,7 +8,7 @@ from .costs import complexity_curves
 from .head_view import head_view
 from .heatmap import attention_heatmap, heads_grid
 from .mask_view import mask_view
-from .model_view import model_view, selected_head
+from .model_view import model_view
 from .positional import (
     clock_hands,
     rope_circles,
@@ -22,5 +22,5 @@ from .stats import stats_heatmap
 __all__ = [
     "attention_heatmap", "clock_hands", "complexity_curves", "distribution_bars", "head_view",
     "heads_grid", "mask_view", "model_view", "rope_circles", "rope_offsets", "rope_periods",
-    "selected_head", "similarity_matrix", "sinusoidal_heatmap", "stats_heatmap",
+    "similarity_matrix", "sinusoidal_heatmap", "stats_heatmap",
 ]

@@ -8,9 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_ticks, escape
-
-BAR_COLOR = "#4a7fb5"
-HIGHLIGHT_COLOR = "#d9822b"
+from .style import BAR_COLOR, GRID_COLOR, HIGHLIGHT_COLOR, PLOT_BACKGROUND
 
 
 def distribution_bars(values, labels: Sequence[str], *, highlight: int | None = None,
@@ -40,9 +38,10 @@ def distribution_bars(values, labels: Sequence[str], *, highlight: int | None = 
         customdata=escape(labels), text=[f"{v:.2f}" for v in values], textposition="outside",
         cliponaxis=False,
         hovertemplate=f"%{{customdata}}<br>{value_name} %{{x:.4f}}<extra></extra>"))
-    fig.update_layout(title=title, height=max(220, 90 + 28 * len(labels)), plot_bgcolor="white",
+    fig.update_layout(title=title, height=max(220, 90 + 28 * len(labels)),
+                      plot_bgcolor=PLOT_BACKGROUND,
                       margin={"l": 90, "r": 40, "t": 50 if title else 20, "b": 40},
                       bargap=0.25)
-    fig.update_xaxes(range=[0, 1.1], title_text=value_name, showgrid=True, gridcolor="#eee")
+    fig.update_xaxes(range=[0, 1.1], title_text=value_name, showgrid=True, gridcolor=GRID_COLOR)
     fig.update_yaxes(autorange="reversed", **axis_ticks(labels))
     return fig

@@ -5,6 +5,14 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from .style import (
+    ATTENTION_CURVE_COLOR,
+    CURRENT_COLOR,
+    GRID_COLOR,
+    PLOT_BACKGROUND,
+    RNN_CURVE_COLOR,
+)
+
 
 def complexity_curves(d_model: int, n_current: int, n_max: int | None = None) -> go.Figure:
     """Operations per layer, n²·d (self-attention) and n·d² (RNN), over n on log axes.
@@ -24,18 +32,19 @@ def complexity_curves(d_model: int, n_current: int, n_max: int | None = None) ->
     n = np.unique(np.geomspace(1, n_max, 200).astype(int))
     fig = go.Figure([
         go.Scatter(x=n, y=n.astype(float) ** 2 * d_model, name="self-attention n²·d",
-                   line={"color": "#1f77b4"}),
-        go.Scatter(x=n, y=n * float(d_model) ** 2, name="RNN n·d²", line={"color": "#d62728"}),
+                   line={"color": ATTENTION_CURVE_COLOR}),
+        go.Scatter(x=n, y=n * float(d_model) ** 2, name="RNN n·d²",
+                   line={"color": RNN_CURVE_COLOR}),
     ])
     fig.add_vline(x=d_model, line_dash="dot", annotation_text=f"n = d = {d_model}",
                   annotation_position="top left")
-    fig.add_vline(x=n_current, line_color="#2ca02c",
+    fig.add_vline(x=n_current, line_color=CURRENT_COLOR,
                   annotation_text=f"this input: n = {n_current}",
                   annotation_position="bottom right")
     fig.update_layout(title=f"Operations per layer at d = {d_model}: attention is cheaper while "
-                            "n < d", height=400, plot_bgcolor="white",
+                            "n < d", height=400, plot_bgcolor=PLOT_BACKGROUND,
                       margin={"l": 70, "r": 20, "t": 60, "b": 50},
                       legend={"orientation": "h", "y": -0.2})
-    fig.update_xaxes(type="log", title_text="sequence length n", gridcolor="#eee")
-    fig.update_yaxes(type="log", title_text="operations", gridcolor="#eee")
+    fig.update_xaxes(type="log", title_text="sequence length n", gridcolor=GRID_COLOR)
+    fig.update_yaxes(type="log", title_text="operations", gridcolor=GRID_COLOR)
     return fig

@@ -13,21 +13,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import escape
+from .style import PLOT_BACKGROUND, TOKEN_MARKER_COLOR, head_color, rgba
 
-HEAD_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
-               "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939")
 LEVELS = 8
 MAX_TOKENS = 160
-
-
-def head_color(head: int) -> str:
-    """The colour of a head in every head-coloured view."""
-    return HEAD_COLORS[head % len(HEAD_COLORS)]
-
-
-def _rgba(color: str, alpha: float) -> str:
-    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},{alpha:.3f})"
 
 
 def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
@@ -77,16 +66,17 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
                 fig.add_trace(go.Scatter(
                     x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=lv == LEVELS - 1,
                     name=f"head {h}", legendgroup=f"head {h}", meta={"head": h, "weight": lv},
-                    line={"color": _rgba(head_color(h), (lv + 1) / LEVELS), "width": 2}))
+                    line={"color": rgba(head_color(h), (lv + 1) / LEVELS), "width": 2}))
     for x, y, tokens, side in ((0, y_q, query_tokens, "left"), (1, y_k, key_tokens, "right")):
         fig.add_trace(go.Scatter(
             x=[x] * len(tokens), y=y, mode="markers+text", text=escape(tokens),
             textposition="middle left" if side == "left" else "middle right",
-            marker={"size": 7, "color": "#444"}, showlegend=False, name=f"{side} tokens",
+            marker={"size": 7, "color": TOKEN_MARKER_COLOR}, showlegend=False,
+            name=f"{side} tokens",
             customdata=np.arange(len(tokens)),
             hovertemplate="%{text} (position %{customdata})<extra></extra>"))
     fig.update_layout(
-        title=title, height=max(300, 90 + 22 * max(n_q, n_k)), plot_bgcolor="white",
+        title=title, height=max(300, 90 + 22 * max(n_q, n_k)), plot_bgcolor=PLOT_BACKGROUND,
         margin={"l": 20, "r": 20, "t": 70, "b": 20}, legend={"orientation": "h", "y": 1.06},
         clickmode="event+select")
     fig.update_xaxes(range=[-0.8, 1.8], visible=False)

@@ -16,9 +16,8 @@ from plotly.subplots import make_subplots
 
 from .labels import axis_ticks, check_weights, escape
 from .pooling import block_factor, block_labels, pool_allowed, pool_weights
+from .style import MASK_COLOR, PLOT_BACKGROUND, SMALL_TICK_FONT, WEIGHT_SCALE
 
-COLORSCALE = "Blues"
-MASK_COLOR = "#9e9e9e"
 HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"
 MASK_HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>masked (−∞ before softmax)" \
              "<extra></extra>"
@@ -106,9 +105,9 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
     n_q, n_k = weights.shape
     cell = max(6, min(48, 640 // max(n_q, n_k)))
     fig.update_layout(
-        title=title, coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": zmax,
+        title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": "weight"}}},
-        height=max(320, 140 + cell * n_q), width=None, plot_bgcolor="white",
+        height=max(320, 140 + cell * n_q), width=None, plot_bgcolor=PLOT_BACKGROUND,
         margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
     fig.update_xaxes(title_text=x_title, side="bottom", tickangle=-45,
                      showgrid=False, zeroline=False, **axis_ticks(key_tokens, special=special[1]))
@@ -158,12 +157,13 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         x_ticks = axis_ticks(key_tokens) if show_labels else {"showticklabels": False}
         y_ticks = (axis_ticks(query_tokens) if show_labels and col == 0
                    else {"showticklabels": False, "ticks": ""})
-        fig.update_xaxes(tickangle=-60, tickfont={"size": 9}, showgrid=False, zeroline=False,
-                         row=row + 1, col=col + 1, **x_ticks)
-        fig.update_yaxes(autorange="reversed", tickfont={"size": 9}, showgrid=False,
+        fig.update_xaxes(tickangle=-60, tickfont=SMALL_TICK_FONT, showgrid=False,
+                         zeroline=False, row=row + 1, col=col + 1, **x_ticks)
+        fig.update_yaxes(autorange="reversed", tickfont=SMALL_TICK_FONT, showgrid=False,
                          zeroline=False, row=row + 1, col=col + 1, **y_ticks)
     fig.update_layout(
-        title=title, coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": zmax,
+        title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": "weight"}}},
-        height=height, plot_bgcolor="white", margin={"l": 70, "r": 30, "t": 70, "b": 50})
+        height=height, plot_bgcolor=PLOT_BACKGROUND,
+        margin={"l": 70, "r": 30, "t": 70, "b": 50})
     return fig

@@ -7,13 +7,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .style import SPECIAL_TOKEN_COLOR
+
 
 def escape(tokens: Sequence[str]) -> list[str]:
     """Tokens made safe for Plotly's HTML-like text (``<bos>`` would otherwise vanish)."""
     return [html.escape(str(t), quote=False) for t in tokens]
 
 
-SPECIAL_STYLE = "<span style='color:#8a8a8a'><i>{}</i></span>"
+SPECIAL_STYLE = f"<span style='color:{SPECIAL_TOKEN_COLOR}'><i>{{}}</i></span>"
 
 
 def axis_ticks(tokens: Sequence[str], max_labels: int = 64, special=()) -> dict:

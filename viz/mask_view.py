@@ -8,10 +8,21 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .heatmap import COLORSCALE, MASK_COLOR, _hover_data
+from .heatmap import _hover_data
 from .labels import axis_ticks, check_weights
+from .style import (
+    ALLOWED_COLOR,
+    CELL_FONT_SIZE,
+    DIVERGING_SCALE,
+    MARK_FONT_SIZE,
+    MASK_COLOR,
+    NEG_INF_COLOR,
+    NEG_INF_TEXT_COLOR,
+    PLOT_BACKGROUND,
+    SMALL_TICK_FONT,
+    WEIGHT_SCALE,
+)
 
-NEG_INF_COLOR = "#2b2b2b"
 MAX_TOKENS = 96
 PANELS = ("① scores QKᵀ/√dₖ", "② mask", "③ masked: −∞", "④ softmax")
 
@@ -49,7 +60,7 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
                              hovertemplate=hover + "score %{z:.3f}<extra></extra>",
                              name="scores"), row=1, col=1)
     fig.add_trace(go.Heatmap(z=allowed.astype(float), customdata=custom, showscale=False,
-                             colorscale=[[0, MASK_COLOR], [1, "#cfe8cf"]], zmin=0, zmax=1,
+                             colorscale=[[0, MASK_COLOR], [1, ALLOWED_COLOR]], zmin=0, zmax=1,
                              hovertemplate=hover + "allowed %{z}<extra></extra>", name="mask"),
                   row=1, col=2)
     masked = np.where(allowed, scores, np.nan)
@@ -69,23 +80,26 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
             for c in range(n_k):
                 if not allowed[r, c]:
                     fig.add_annotation(x=c, y=r, text="−∞", showarrow=False, xref="x3",
-                                       yref="y3", font={"color": "white", "size": 10})
+                                       yref="y3", font={"color": NEG_INF_TEXT_COLOR,
+                                                        "size": CELL_FONT_SIZE})
                 fig.add_annotation(x=c, y=r, text="✓" if allowed[r, c] else "✗",
-                                   showarrow=False, xref="x2", yref="y2", font={"size": 11})
+                                   showarrow=False, xref="x2", yref="y2",
+                                   font={"size": MARK_FONT_SIZE})
     size = max(220, min(330, 22 * max(n_q, n_k) + 60))
     fig.update_layout(
-        title=title, height=size + 150, plot_bgcolor="white",
+        title=title, height=size + 150, plot_bgcolor=PLOT_BACKGROUND,
         margin={"l": 70, "r": 20, "t": 90, "b": 80},
-        coloraxis={"colorscale": "RdBu", "reversescale": True, "cmin": -bound, "cmax": bound,
+        coloraxis={"colorscale": DIVERGING_SCALE, "reversescale": True, "cmin": -bound,
+                   "cmax": bound,
                    "colorbar": {"title": {"text": "score"}, "x": 1.0, "len": 0.45, "y": 0.78}},
-        coloraxis2={"colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
+        coloraxis2={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
                     "colorbar": {"title": {"text": "weight"}, "x": 1.0, "len": 0.45,
                                  "y": 0.22}})
     for col in range(1, 5):
-        fig.update_xaxes(tickangle=-60, tickfont={"size": 9}, showgrid=False, row=1, col=col,
+        fig.update_xaxes(tickangle=-60, tickfont=SMALL_TICK_FONT, showgrid=False, row=1, col=col,
                          **axis_ticks(key_tokens, max_labels=32))
         y_ticks = axis_ticks(query_tokens, max_labels=32) if col == 1 else {
             "showticklabels": False}
-        fig.update_yaxes(autorange="reversed", showgrid=False, tickfont={"size": 9}, row=1,
+        fig.update_yaxes(autorange="reversed", showgrid=False, tickfont=SMALL_TICK_FONT, row=1,
                          col=col, **y_ticks)
     return fig

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .heatmap import COLORSCALE
 from .pooling import block_factor, pool_weights
+from .style import PLOT_BACKGROUND, WEIGHT_SCALE
 
 
 def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
@@ -48,8 +48,8 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
          for layer in range(n_layers) for head in range(n_heads)], size=tile_px * 0.8))
     fig.update_layout(
         title=title, height=120 + tile_px * n_layers, width=max(420, 160 + tile_px * n_heads),
-        plot_bgcolor="white", margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 40},
-        coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
+        plot_bgcolor=PLOT_BACKGROUND, margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 40},
+        coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
                    "colorbar": {"title": {"text": "weight"}, "len": 0.5}},
         clickmode="event+select")
     fig.update_xaxes(tickmode="array", tickvals=[h * (tk + gap) + (tk - 1) / 2
@@ -73,18 +73,3 @@ def click_targets(cells, size: float) -> go.Scatter:
         marker={"size": size, "symbol": "square", "color": "rgba(0,0,0,0)"},
         hovertemplate="layer %{customdata[0]} · head %{customdata[1]}: click to open"
                       "<extra></extra>")
-
-
-def selected_head(event) -> tuple[int, int] | None:
-    """``(layer, head)`` of the first point of a Streamlit plotly selection event, if any."""
-    try:
-        points = event["selection"]["points"]
-    except (KeyError, TypeError):
-        return None
-    for point in points:
-        custom = point.get("customdata")
-        if isinstance(custom, dict):  # Streamlit sends an array's entries keyed "0", "1"
-            custom = [custom.get("0"), custom.get("1")]
-        if custom is not None and len(custom) == 2 and None not in custom and custom[0] >= 0:
-            return int(custom[0]), int(custom[1])
-    return None

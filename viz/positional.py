@@ -8,7 +8,14 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .head_view import head_color
+from .style import (
+    DIVERGING_SCALE,
+    GRID_COLOR,
+    GUIDE_COLOR,
+    PLOT_BACKGROUND,
+    SEQUENTIAL_SCALE,
+    head_color,
+)
 
 
 def sinusoidal_heatmap(table, title: str = "Sinusoidal table PE(pos, dim)") -> go.Figure:
@@ -16,7 +23,7 @@ def sinusoidal_heatmap(table, title: str = "Sinusoidal table PE(pos, dim)") -> g
     table = np.asarray(table, dtype=float)
     if table.ndim != 2:
         raise ValueError(f"expected [position, dimension], got shape {table.shape}")
-    fig = go.Figure(go.Heatmap(z=table, colorscale="RdBu", zmin=-1, zmax=1,
+    fig = go.Figure(go.Heatmap(z=table, colorscale=DIVERGING_SCALE, zmin=-1, zmax=1,
                                colorbar={"title": {"text": "value"}},
                                hovertemplate="position %{y}<br>dimension %{x}<br>%{z:.3f}"
                                              "<extra></extra>"))
@@ -37,9 +44,9 @@ def clock_hands(table, dims: Sequence[int], title: str = "Fast and slow clock ha
                                 name=f"dim {d}", line={"color": head_color(i)})
                      for i, d in enumerate(dims)])
     fig.update_layout(title=title, height=360, margin={"l": 60, "r": 20, "t": 60, "b": 50},
-                      plot_bgcolor="white")
-    fig.update_xaxes(title_text="position", gridcolor="#eee")
-    fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1], gridcolor="#eee")
+                      plot_bgcolor=PLOT_BACKGROUND)
+    fig.update_xaxes(title_text="position", gridcolor=GRID_COLOR)
+    fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1], gridcolor=GRID_COLOR)
     return fig
 
 
@@ -48,7 +55,7 @@ def similarity_matrix(similarity, title: str, value_name: str = "similarity") ->
     similarity = np.asarray(similarity, dtype=float)
     if similarity.ndim != 2 or similarity.shape[0] != similarity.shape[1]:
         raise ValueError(f"expected a square matrix, got shape {similarity.shape}")
-    fig = go.Figure(go.Heatmap(z=similarity, colorscale="Viridis",
+    fig = go.Figure(go.Heatmap(z=similarity, colorscale=SEQUENTIAL_SCALE,
                                colorbar={"title": {"text": value_name}},
                                hovertemplate="position %{y} · position %{x}<br>%{z:.3f}"
                                              "<extra></extra>"))
@@ -69,7 +76,7 @@ def rope_circles(thetas, n_positions: int, title: str = "RoPE: one 2-D pair per 
     fig = go.Figure()
     circle = np.linspace(0, 2 * np.pi, 200)
     fig.add_trace(go.Scatter(x=np.cos(circle), y=np.sin(circle), mode="lines", hoverinfo="skip",
-                             line={"color": "#ddd"}, showlegend=False))
+                             line={"color": GUIDE_COLOR}, showlegend=False))
     positions = np.arange(n_positions)
     for i, theta in enumerate(np.asarray(thetas, dtype=float)):
         radius = 1 - 0.15 * i
@@ -80,7 +87,7 @@ def rope_circles(thetas, n_positions: int, title: str = "RoPE: one 2-D pair per 
             name=f"θ = {theta:.3g} rad/position", line={"color": head_color(i), "width": 1},
             marker={"size": 6}, customdata=positions,
             hovertemplate="position %{customdata}<extra>%{fullData.name}</extra>"))
-    fig.update_layout(title=title, height=460, plot_bgcolor="white",
+    fig.update_layout(title=title, height=460, plot_bgcolor=PLOT_BACKGROUND,
                       margin={"l": 20, "r": 20, "t": 60, "b": 20})
     fig.update_xaxes(range=[-1.2, 1.2], visible=False, scaleanchor="y")
     fig.update_yaxes(range=[-1.2, 1.2], visible=False)
@@ -94,7 +101,7 @@ def rope_offsets(scores, title: str = "RoPE: q·k depends only on the offset m �
     Equal values along every diagonal show that only m − n matters.
     """
     scores = np.asarray(scores, dtype=float)
-    fig = go.Figure(go.Heatmap(z=scores, colorscale="RdBu", zmid=0,
+    fig = go.Figure(go.Heatmap(z=scores, colorscale=DIVERGING_SCALE, zmid=0,
                                colorbar={"title": {"text": "q·k"}},
                                hovertemplate="m %{y} · n %{x}<br>q·k %{z:.4f}<extra></extra>"))
     fig.update_layout(title=title, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 50})
@@ -109,8 +116,8 @@ def rope_periods(periods, title: str) -> go.Figure:
     fig = go.Figure(go.Scatter(x=np.arange(len(periods)), y=periods, mode="lines+markers",
                                hovertemplate="pair %{x}<br>%{y:.1f} positions per turn"
                                              "<extra></extra>"))
-    fig.update_layout(title=title, height=360, plot_bgcolor="white",
+    fig.update_layout(title=title, height=360, plot_bgcolor=PLOT_BACKGROUND,
                       margin={"l": 70, "r": 20, "t": 60, "b": 50})
-    fig.update_xaxes(title_text="pair i (dimensions 2i, 2i+1)", gridcolor="#eee")
-    fig.update_yaxes(title_text="positions per turn", type="log", gridcolor="#eee")
+    fig.update_xaxes(title_text="pair i (dimensions 2i, 2i+1)", gridcolor=GRID_COLOR)
+    fig.update_yaxes(title_text="positions per turn", type="log", gridcolor=GRID_COLOR)
     return fig

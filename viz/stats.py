@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .model_view import click_targets
+from .style import PLOT_BACKGROUND, SEQUENTIAL_SCALE
 
 
 def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
@@ -23,7 +24,8 @@ def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
     layer, head = np.indices(values.shape)
     custom = np.stack([layer, head], axis=-1)
     fig = go.Figure(go.Heatmap(
-        z=values, customdata=custom, colorscale="Viridis", colorbar={"title": {"text": metric}},
+        z=values, customdata=custom, colorscale=SEQUENTIAL_SCALE,
+        colorbar={"title": {"text": metric}},
         hovertemplate=f"layer %{{customdata[0]}} · head %{{customdata[1]}}<br>{metric} "
                       f"%{{z:.3f}}<extra></extra>", xgap=1, ygap=1))
     fig.add_trace(click_targets([(lay, hd, lay, hd) for lay in range(n_layers)
@@ -31,7 +33,7 @@ def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
     fig.update_layout(title={"text": f"{metric}<br><sup>{description}</sup>" if description
                              else metric, "y": 1, "yref": "container", "yanchor": "top",
                              "pad": {"t": 12}},
-                      height=max(320, 150 + 22 * n_layers), plot_bgcolor="white",
+                      height=max(320, 150 + 22 * n_layers), plot_bgcolor=PLOT_BACKGROUND,
                       margin={"l": 60, "r": 20, "t": 120, "b": 40}, clickmode="event+select")
     fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(n_heads)),
                      side="top")
