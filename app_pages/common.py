@@ -1,10 +1,17 @@
-"""Sidebar settings shared by every page, kept in ``st.session_state``, and the shared load."""
+"""Sidebar settings shared by every page, kept in ``st.session_state``; the shared load of a run;
+the one way a page explains an expected error."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import streamlit as st
 
 import model
+from model import AttentionTrace, Family, LoadedModel
 
 DEFAULT_MODEL = "own-random"
 DEFAULT_TEXT = "The cat sat on the mat"
@@ -81,22 +88,47 @@ def current_text() -> str:
     return st.session_state.get("text", DEFAULT_TEXT)
 
 
-def inputs() -> tuple[str, str, str, str | None]:
-    """``(spec, device, text, target)`` that :func:`load_trace` traced in this run: the key of
-    every cached result computed from the trace."""
-    return st.session_state["_traced_inputs"]
+class RunKey(NamedTuple):
+    """What a trace was computed from: the key of every cached result derived from it."""
+
+    spec: str
+    device: str
+    text: str
+    target: str | None
 
 
-def load_trace():
+@dataclass(frozen=True)
+class Run:
+    """One traced input: its cache key, the loaded model (its interface) and the trace."""
+
+    key: RunKey
+    model: LoadedModel
+    trace: AttentionTrace
+
+
+@contextmanager
+def explained_errors(prefix: str = "", describe: Callable[[ValueError], str] = str):
+    """Show the expected errors of the block (bad input, a model that cannot load: every
+    ``ValueError``) as a message on the page, then stop the page.
+
+    Args:
+        prefix: put before the message (e.g. "Could not load x: ").
+        describe: turns the error into the message (default: its own text).
+    """
+    try:
+        yield
+    except ValueError as error:
+        st.error(prefix + describe(error))
+        st.stop()
+
+
+def load_run() -> Run:
     """The loaded model and the trace of the sidebar's text; explains problems and stops."""
     from app_pages.cache import get_model, get_trace
 
     spec, device = settings()
-    try:
+    with explained_errors():
         text = current_text()
-    except ValueError as error:
-        st.error(str(error))
-        st.stop()
     if st.session_state.get("upload") is not None:
         st.caption(f"Analysing the uploaded file {st.session_state['upload'].name} "
                    f"({len(text):,} characters).")
@@ -104,22 +136,16 @@ def load_trace():
     if not spec:
         st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
         st.stop()
-    try:
+    with explained_errors(f"Could not load {spec}: "):
         loaded = get_model(spec, device)
-    except ValueError as error:
-        st.error(f"Could not load {spec}: {error}")
-        st.stop()
     if not text.strip():
         st.info("Type some text in the sidebar to see its attention.")
         st.stop()
-    if loaded.family != "encoder-decoder":
+    if loaded.family is not Family.ENCODER_DECODER:
         target = None
-    st.session_state["_traced_inputs"] = (spec, device, text, target)
-    try:
-        return loaded, get_trace(spec, device, text, target)
-    except ValueError as error:
-        st.error(str(error))
-        st.stop()
+    key = RunKey(spec, device, text, target)
+    with explained_errors():
+        return Run(key, loaded, get_trace(*key))
 
 
 def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from app_pages.common import kind_selector, load_trace
+from app_pages.common import kind_selector, load_run
+from model.analysis.views import layer_view
 
 st.title("Explore attention")
-_, trace = load_trace()
+trace = load_run().trace
 if "open_head" in st.session_state:  # a click in another view chose a head
     kind, layer_, head_ = st.session_state.pop("open_head")
     st.session_state.update(kind=kind, layer=layer_, head=head_)
@@ -23,17 +24,14 @@ head = right.selectbox("Head", range(trace.n_heads), key="head",
                        else str(h))
 
 q_tokens, k_tokens = trace.axes(name)
-allowed = trace.mask(name, layer)
 fit = st.toggle("Fit the colours to this layer", key="fit_colours",
                 help="Long inputs spread each row over many tokens, so weights are small; "
                      "this makes the largest weight of the layer the darkest.")
-layer_weights = trace.layer_weights(name, layer)  # every head once, for both figures
-weights = layer_weights[head]
-zmax = float(max(layer_weights.max(), 1e-6)) if fit else 1.0
+view = layer_view(trace, name, layer, head, fit=fit)  # every head once, for both figures
 st.plotly_chart(
-    viz.attention_heatmap(weights, q_tokens, k_tokens, allowed=allowed,
+    viz.attention_heatmap(view.weights, q_tokens, k_tokens, allowed=view.allowed,
                           title=f"{name} · layer {layer} · head {head}",
-                          special=trace.special(name), zmax=zmax),
+                          special=trace.special(name), zmax=view.zmax),
     key="head_heatmap")
 st.caption("Rows: the token that is looking (query). Columns: the token it looks at (key). "
            "Each row sums to 1. Grey cells are masked: the model may not look there. Grey "
@@ -43,8 +41,8 @@ st.subheader(f"All {trace.n_heads} heads of layer {layer}")
 if group > 1:
     st.caption(f"Grouped-query attention: {trace.n_kv_heads} key/value heads, each shared by "
                f"{group} consecutive query heads.")
-st.plotly_chart(viz.heads_grid(layer_weights, q_tokens, k_tokens, allowed=allowed,
-                               cols=3 if trace.n_heads % 3 == 0 else 4, zmax=zmax),
+st.plotly_chart(viz.heads_grid(view.layer_weights, q_tokens, k_tokens, allowed=view.allowed,
+                               cols=3 if trace.n_heads % 3 == 0 else 4, zmax=view.zmax),
                 key="heads_grid")
 st.caption(f"{trace.model} · {trace.family} · {trace.n_layers} layers × {trace.n_heads} heads"
            f"{f' ({trace.n_kv_heads} K/V)' if group > 1 else ''} · {trace.positional} positions"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from app_pages.common import settings
-from model.positions import (
+from app_pages.common import explained_errors, settings
+from model.analysis.positions import (
     dot_similarity,
     model_positions,
     rope_offset_scores,
@@ -43,11 +43,8 @@ spec, device = settings()
 if spec:
     from app_pages.cache import get_model
 
-    try:
+    with explained_errors(f"Could not load {spec}: "):
         info = model_positions(get_model(spec, device))
-    except ValueError as error:
-        st.error(f"Could not load {spec}: {error}")
-        st.stop()
     st.write(f"**{spec}** uses **{info['scheme']}** positions.")
     if "periods" in info:
         st.plotly_chart(viz.rope_periods(

@@ -6,15 +6,16 @@ import streamlit as st
 
 import viz
 from app_pages.cache import get_rollout
-from app_pages.common import inputs, kind_selector, load_trace
+from app_pages.common import kind_selector, load_run
 
 st.title("Attention rollout")
 st.warning("Attention weights show where a model looked, not why it decided: rollout is a "
            "rough picture of information flow, not an explanation.")
-_, trace = load_trace()
+run = load_run()
+trace = run.trace
 kinds = [n for n in trace.names if n.endswith(".self")]
 name = kind_selector(trace, key="ro_kind", kinds=kinds)
-flows = get_rollout(*inputs(), name)
+flows = get_rollout(run.key, name)
 layer = st.slider("Through layer", 0, len(flows) - 1, len(flows) - 1, key="ro_layer")
 tokens = trace.axes(name)[0]
 st.plotly_chart(viz.attention_heatmap(

@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 import viz
-from app_pages.common import load_trace
-from model.costs import attention_costs, dims, parameter_split, stage_shapes
+from app_pages.common import load_run
+from model.analysis.costs import attention_costs, longest_axis, parameter_split, stage_shapes
 
 
 def _size(n_bytes: float) -> str:
@@ -19,16 +19,16 @@ def _size(n_bytes: float) -> str:
 
 
 st.title("Shapes and costs")
-loaded, trace = load_trace()
-d = dims(loaded)
-st.markdown(f"**{trace.model}**: d_model {d['d_model']}, {d['n_heads']} heads of d_head "
-            f"{d['d_head']}, {d['n_kv_heads']} key/value heads, FFN {d['d_ff']}.")
+run = load_run()
+trace, d = run.trace, run.model.dims
+st.markdown(f"**{trace.model}**: d_model {d.d_model}, {d.n_heads} heads of d_head "
+            f"{d.d_head}, {d.n_kv_heads} key/value heads, FFN {d.d_ff}.")
 st.subheader("Tensor shapes of this run (seed 3.5)")
-st.dataframe(pd.DataFrame(stage_shapes(loaded, trace), columns=["stage", "shape", "note"]),
+st.dataframe(pd.DataFrame(stage_shapes(d, trace), columns=["stage", "shape", "note"]),
              hide_index=True)
 
 st.subheader("Parameters")
-split = parameter_split(loaded)
+split = parameter_split(run.model)
 cols = st.columns(4)
 for col, key in zip(cols, ("attention", "ffn", "embeddings", "other")):
     col.metric(key, f"{split[key] / 1e6:.2f} M", f"{split[key] / split['total']:.0%} of all",
@@ -37,7 +37,7 @@ st.caption("Seed 3.5: the FFN holds about 2/3 of a layer's parameters; attention
            "FFN stores.")
 
 st.subheader("Memory for this input")
-costs = attention_costs(loaded, trace)
+costs = attention_costs(d, trace)
 c1, c2, c3 = st.columns(3)
 c1.metric("attention weights, all layers and heads", _size(costs["attention_bytes"]),
           f"{costs['attention_values']:,} values", delta_color="off")
@@ -48,7 +48,6 @@ st.caption("Doubling the text quadruples the attention weights (O(n²), seed 3.8
            "attention divides the KV cache by the number of query heads per K/V head.")
 
 st.subheader("Complexity (seed 4.8)")
-n_tokens = max(len(t) for name in trace.names for t in trace.axes(name))
-st.plotly_chart(viz.complexity_curves(d["d_model"], n_tokens), key="complexity")
+st.plotly_chart(viz.complexity_curves(d.d_model, longest_axis(trace)), key="complexity")
 st.caption("Self-attention costs n²·d per layer, a recurrent layer n·d²: while the text is "
            "shorter than the model is wide, attention does less work.")

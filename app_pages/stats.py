@@ -7,24 +7,30 @@ import streamlit as st
 
 import viz
 from app_pages.cache import get_head_stats
-from app_pages.common import inputs, kind_selector, load_trace, open_head
-from model.analysis import STATS, aggregate, span_attention
+from app_pages.common import kind_selector, load_run, open_head
+from app_pages.events import selected_head
+from model.analysis.statistics import (
+    STATS,
+    aggregate,
+    defined_metrics,
+    span_attention,
+    stats_table,
+)
 
 st.title("Head statistics")
-_, trace = load_trace()
+run = load_run()
+trace = run.trace
 name = kind_selector(trace, key="st_kind")
-stats = get_head_stats(*inputs(), name)
-metrics = [m for m in STATS if not pd.isna(stats[m]).all()]
+stats = get_head_stats(run.key, name)
+metrics = defined_metrics(stats)
 metric = st.selectbox("Metric", metrics, key="st_metric", format_func=lambda m: m)
 event = st.plotly_chart(viz.stats_heatmap(stats[metric], metric, STATS[metric]),
                         key="stats_heatmap", on_select="rerun", selection_mode="points")
-chosen = viz.selected_head(event)
+chosen = selected_head(event)
 if chosen is not None:
     open_head(name, *chosen)
 
-rows = [{"layer": layer, "head": head, **{m: stats[m][layer, head] for m in metrics}}
-        for layer in range(trace.layers(name)) for head in range(trace.n_heads)]
-table = pd.DataFrame(rows)
+table = pd.DataFrame(stats_table(stats, metrics))
 st.caption("Sort by clicking a column; select a row to open that head.")
 selection = st.dataframe(table, key="stats_table", on_select="rerun", selection_mode="single-row",
                          hide_index=True, height=300)
