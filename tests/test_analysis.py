@@ -1,12 +1,21 @@
-"""Rollout, head statistics and spans against direct computations and hand-built heads."""
+"""Rollout, head statistics and spans against direct computations and hand-built heads; what
+the pages draw (a layer, a window, a generation step) against the trace."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from model import AttentionTrace
-from model.analysis import aggregate, head_stats, rollout, span_attention
+from model import AttentionTrace, load
+from model.analysis.rollout import rollout
+from model.analysis.statistics import aggregate, head_stats, span_attention
+from model.analysis.views import (
+    generation_step,
+    layer_view,
+    mask_panels,
+    window,
+    window_weights,
+)
 
 N = 6
 
@@ -86,3 +95,45 @@ def test_aggregate_and_span_attention(seed_trace):
         span_attention(mean, (0, 7), (0, 1))
     with pytest.raises(ValueError, match="at least one"):
         aggregate(seed_trace, "encoder.self", layers=[], heads=[0])
+
+
+def test_layer_view_holds_the_layer_its_head_mask_and_fitted_ceiling(seed_trace):
+    view = layer_view(seed_trace, "decoder.self", 2, 5, fit=True)
+    np.testing.assert_array_equal(view.layer_weights, seed_trace.layer_weights("decoder.self", 2))
+    np.testing.assert_array_equal(view.weights, seed_trace.weights("decoder.self", 2, 5))
+    np.testing.assert_array_equal(view.allowed, seed_trace.mask("decoder.self", 2))
+    assert view.zmax == pytest.approx(float(view.layer_weights.max()))
+    assert layer_view(seed_trace, "decoder.self", 2, 5).zmax == 1.0
+    with pytest.raises(ValueError, match="head 8 is out of range"):
+        layer_view(seed_trace, "decoder.self", 2, 8)
+
+
+def test_windows_cut_queries_and_self_keys_but_keep_every_source_key(seed_trace):
+    own = window(seed_trace, "decoder.self", 2, 5)
+    assert own.query_tokens == own.key_tokens == ["cat", "sat", "on"]
+    assert own.query_labels == ["2: cat", "3: sat", "4: on"]
+    np.testing.assert_array_equal(window_weights(seed_trace, "decoder.self", 1, own),
+                                  seed_trace.layer_weights("decoder.self", 1)[:, 2:5, 2:5])
+    panels = mask_panels(seed_trace, "decoder.self", 1, 3, own)
+    np.testing.assert_array_equal(panels.scores, seed_trace.scores("decoder.self", 1, 3)[2:5, 2:5])
+    np.testing.assert_array_equal(panels.allowed, np.tril(np.ones((3, 3), bool)))
+    cross = window(seed_trace, "decoder.cross", 2, 5)
+    assert cross.key_tokens == list(seed_trace.source_tokens)
+    past = window(seed_trace, "decoder.cross", 6, 9)  # 7 target tokens: the last one shows
+    assert past.query_tokens == ["mat"]
+
+
+def test_a_generation_step_is_what_the_decoder_saw_and_chose():
+    trace = load("own-translator", device="cpu").trace("The cat sat on the mat")
+    last = trace.layers("decoder.cross") - 1
+    step = generation_step(trace, 4, last)
+    assert step.chosen == "垫子" and step.so_far == ["猫", "坐", "在"]
+    assert step.self_weights.shape == (4, 4) and step.self_tokens[0] == "<bos>"
+    np.testing.assert_allclose(step.cross_row, trace.mean_weights("decoder.cross", last)[3])
+    assert step.source_tokens[step.cross_peak] == "mat"
+    assert step.top_words[step.top_chosen] == "垫子"
+    assert step.alignment_rows[3] == "4: 垫子"
+    one_head = generation_step(trace, 4, last, head=1)
+    np.testing.assert_allclose(one_head.cross_row, trace.weights("decoder.cross", last, 1)[3])
+    with pytest.raises(ValueError, match="step 7 is out of range 1..6"):
+        generation_step(trace, 7, last)

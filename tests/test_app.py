@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from model import load
-from tests.conftest import ROOT, SEED_SENTENCE, plotly_array
+from tests.helpers import SEED_SENTENCE, app_test, plotly_array
+from tests.helpers import figures as _figures
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return load("own-random", device="cpu").trace(SEED_SENTENCE)
-
-
-def _figures(at) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-
-
-def _run_app() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.session_state["device"] = "cpu"
-    return at.run()
+def _run_app():
+    return app_test(timeout=120)
 
 
 def test_app_runs_without_exception():
@@ -34,7 +21,7 @@ def test_app_runs_without_exception():
     assert len(at.get("plotly_chart")) == 2
 
 
-def test_changing_layer_and_head_shows_that_heads_weights(reference):
+def test_changing_layer_and_head_shows_that_heads_weights(seed_trace):
     at = _run_app()
     at.selectbox(key="kind").set_value("decoder.cross").run()
     at.selectbox(key="layer").set_value(4).run()
@@ -42,14 +29,14 @@ def test_changing_layer_and_head_shows_that_heads_weights(reference):
     assert not at.exception
     heatmap, grid = _figures(at)
     np.testing.assert_allclose(plotly_array(heatmap["data"][0]["z"]),
-                               reference.weights("decoder.cross", 4, 6), atol=1e-6)
+                               seed_trace.weights("decoder.cross", 4, 6), atol=1e-6)
     for h in range(8):
         np.testing.assert_allclose(plotly_array(grid["data"][h]["z"]),
-                                   reference.weights("decoder.cross", 4, h), atol=1e-6)
+                                   seed_trace.weights("decoder.cross", 4, h), atol=1e-6)
     at.selectbox(key="head").set_value(1).run()
     heatmap, _ = _figures(at)
     np.testing.assert_allclose(plotly_array(heatmap["data"][0]["z"]),
-                               reference.weights("decoder.cross", 4, 1), atol=1e-6)
+                               seed_trace.weights("decoder.cross", 4, 1), atol=1e-6)
 
 
 def test_text_box_changes_the_tokens_and_empty_text_is_explained():
@@ -62,10 +49,8 @@ def test_text_box_changes_the_tokens_and_empty_text_is_explained():
     assert "Type some text" in at.info[0].value
 
 
-def _translate_page() -> AppTest:
-    at = _run_app()
-    at.switch_page("app_pages/translate.py").run()
-    return at
+def _translate_page():
+    return app_test("translate", timeout=120)
 
 
 def test_translate_page_translates_the_seed_sentence():
@@ -106,9 +91,7 @@ def test_unknown_words_are_reported_not_dropped():
 
 @pytest.mark.slow
 def test_explore_page_runs_with_minilm():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.session_state["device"] = "cpu"
-    at.run()
+    at = app_test(timeout=180)
     at.selectbox(key="model_choice").set_value("minilm").run()
     assert not at.exception and not at.error
     heatmap, grid = _figures(at)
@@ -118,10 +101,8 @@ def test_explore_page_runs_with_minilm():
     assert len([d for d in grid["data"] if d["name"] == "weights"]) == 12
 
 
-def test_explore_page_runs_with_a_tiny_local_checkpoint(tmp_path):
-    from tests.tiny_models import build_tiny_checkpoints
-
-    path = build_tiny_checkpoints(tmp_path)["llama"]
+def test_explore_page_runs_with_a_tiny_local_checkpoint(tiny_checkpoints):
+    path = tiny_checkpoints["llama"]
     reference = load(str(path), device="cpu").trace(SEED_SENTENCE)
     at = _run_app()
     at.selectbox(key="model_choice").set_value("other…").run()
@@ -156,11 +137,11 @@ def test_uploaded_files_are_decoded_as_utf8_or_explained():
         decode_upload("caf\u00e9".encode("latin-1"), "notes.txt")
 
 
-def test_fitting_the_colours_scales_both_figures_to_the_layers_largest_weight(reference):
+def test_fitting_the_colours_scales_both_figures_to_the_layers_largest_weight(seed_trace):
     at = _run_app()
     at.toggle(key="fit_colours").set_value(True).run()
     heatmap, grid = _figures(at)
-    top = float(reference.layer_weights("encoder.self", 0).max())
+    top = float(seed_trace.layer_weights("encoder.self", 0).max())
     assert heatmap["layout"]["coloraxis"]["cmax"] == pytest.approx(top)
     assert grid["layout"]["coloraxis"]["cmax"] == pytest.approx(top)
 

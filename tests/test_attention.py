@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model.config import TransformerConfig
-from model.hooks import capture
-from model.transformer import MultiHeadAttention, Transformer, attention, causal_mask
+from model.own.config import TransformerConfig
+from model.own.hooks import capture
+from model.own.transformer import MultiHeadAttention, Transformer, attention, causal_mask
 
 # Seed 4.3: the query of 它 and the keys / values of 猫 追 老鼠 它.
 SEED_Q = [1.0, 0.0]
@@ -20,8 +20,8 @@ SEED_V = [[2.0, 1.0], [0.0, 3.0], [1.0, 2.0], [0.0, 0.0]]
 
 
 def _seed_tensors():
-    Q = torch.tensor(SEED_Q, dtype=torch.float64).view(1, 1, 1, 2)  # [batch, head, query, d_k]
-    K = torch.tensor(SEED_K, dtype=torch.float64).view(1, 1, 4, 2)  # [batch, head, key, d_k]
+    Q = torch.tensor(SEED_Q, dtype=torch.float64).view(1, 1, 1, 2)  # [batch, head, query, d_head]
+    K = torch.tensor(SEED_K, dtype=torch.float64).view(1, 1, 4, 2)  # [batch, head, key, d_head]
     V = torch.tensor(SEED_V, dtype=torch.float64).view(1, 1, 4, 2)  # [batch, head, key, d_v]
     return Q, K, V
 
@@ -78,7 +78,7 @@ def test_multi_head_attention_equals_torch_multihead_attention(causal):
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_function_equals_scaled_dot_product_attention(causal):
     torch.manual_seed(2)
-    Q, K, V = (torch.randn(2, 4, 5, 16) for _ in range(3))  # [batch, head, pos, d_k]
+    Q, K, V = (torch.randn(2, 4, 5, 16) for _ in range(3))  # [batch, head, pos, d_head]
     mask = causal_mask(5) if causal else None
     out, _ = attention(Q, K, V, mask)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(Q, K, V, is_causal=causal),

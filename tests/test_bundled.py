@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModel, AutoModelForCausalLM
 
 from model import load
-from model.hf import resolve
+from model.hf.checkpoints import resolve
 
 pytestmark = pytest.mark.slow
 SENTENCE = "The cat chased the mouse because it was hungry, and then it sat on the warm mat."
@@ -46,5 +46,6 @@ def test_smollm2_is_a_grouped_query_llama_with_readable_tokens():
 def test_minilm_marks_its_special_tokens():
     trace = load("minilm", device="cpu").trace("The cat sat on the mat")
     assert list(trace.tokens) == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]
-    assert trace.meta["special"]["tokens"] == [0, 7]
+    assert trace.special_positions == {"tokens": (0, 7)}
+    assert trace.special("encoder.self") == ([0, 7], [0, 7])
     assert (trace.n_layers, trace.n_heads) == (6, 12)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from model.hooks import HookPoint, capture
-from tests.conftest import SEED_SENTENCE, tiny_own_model
+from model.own.hooks import HookPoint, capture
+from tests.helpers import SEED_SENTENCE, tiny_own_model
 
 
 def _hook_count(module: torch.nn.Module) -> int:
@@ -56,7 +56,7 @@ def test_captured_pattern_equals_a_manual_recomputation():
     x = net.src_embed(ids)
     attn = net.encoder.layers[0].self_attn
     Q, K = attn.split_heads(attn.W_Q(x)), attn.split_heads(attn.W_K(x))
-    expected = torch.softmax(Q @ K.transpose(-2, -1) / attn.d_k ** 0.5, dim=-1)[0]
+    expected = torch.softmax(Q @ K.transpose(-2, -1) / attn.d_head ** 0.5, dim=-1)[0]
     np.testing.assert_allclose(trace.weights("encoder.self", 0, 2), expected[2].detach().numpy(),
                                atol=1e-6)
 

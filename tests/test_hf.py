@@ -9,9 +9,9 @@ import pytest
 import torch
 from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
-from model import load
-from model.hf import HFModel, ModelLoadError, detect_family
-from tests.tiny_models import build_tiny_checkpoints
+from model import ModelLoadError, load
+from model.hf import HFModel
+from model.hf.config import detect_family
 
 TEXTS = ["The cat sat on the mat.", "A dog slept under the table yesterday because it was tired."]
 TARGETS = ["猫 坐 在 垫子 上", "emoji 😀"]
@@ -20,8 +20,8 @@ AUTO = {"encoder-only": AutoModel, "decoder-only": AutoModelForCausalLM,
 
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
-    return build_tiny_checkpoints(tmp_path_factory.mktemp("tiny"))
+def checkpoints(tiny_checkpoints):
+    return tiny_checkpoints
 
 
 def _eager(path, family):
@@ -153,7 +153,7 @@ def test_bad_paths_are_explained():
 
 @pytest.mark.parametrize("name", ["llama", "t5"])
 def test_models_without_sdpa_are_captured_through_their_own_eager_function(checkpoints, name):
-    from model.hf_capture import ATTN_EAGER
+    from model.hf.capture import ATTN_EAGER
 
     model = HFModel.load(str(checkpoints[name]), device="cpu")
     model.model.set_attn_implementation(ATTN_EAGER)

@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from model import load
-from model.analysis import head_stats
-from tests.conftest import ROOT, SEED_SENTENCE, plotly_array
+from model.analysis.statistics import head_stats
+from tests.helpers import SEED_SENTENCE, app_test, plotly_array
+from tests.helpers import figures as _figures
 
 PAGES = ["model_view", "head_view", "mask", "rollout", "stats", "positions", "shapes"]
 
 
-def _page(page: str, spec: str = "own-random", text: str = SEED_SENTENCE) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.session_state["device"] = "cpu"
-    at.session_state["model_choice"] = spec
-    at.session_state["text"] = text
-    at.run()
-    at.switch_page(f"app_pages/{page}.py").run()
-    return at
-
-
-def _figures(at) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+def _page(page: str, spec: str = "own-random", text: str = SEED_SENTENCE):
+    return app_test(page, model_choice=spec, text=text)
 
 
 @pytest.mark.parametrize("spec", [
@@ -41,8 +28,8 @@ def test_page_runs_without_exception(page, spec):
     assert at.get("plotly_chart")
 
 
-def test_mask_page_shows_minus_infinity_exactly_where_the_decoder_is_masked():
-    reference = load("own-random", device="cpu").trace(SEED_SENTENCE)
+def test_mask_page_shows_minus_infinity_exactly_where_the_decoder_is_masked(seed_trace):
+    reference = seed_trace
     at = _page("mask")
     at.selectbox(key="mask_layer").set_value(3).run()
     at.selectbox(key="mask_head").set_value(5).run()
@@ -54,9 +41,8 @@ def test_mask_page_shows_minus_infinity_exactly_where_the_decoder_is_masked():
                                reference.scores("decoder.self", 3, 5)[~forbidden], atol=1e-5)
 
 
-def test_stats_page_draws_the_chosen_metric():
-    reference = head_stats(load("own-random", device="cpu").trace(SEED_SENTENCE),
-                           "encoder.self")
+def test_stats_page_draws_the_chosen_metric(seed_trace):
+    reference = head_stats(seed_trace, "encoder.self")
     at = _page("stats")
     at.selectbox(key="st_metric").set_value("distance").run()
     fig = _figures(at)[0]
@@ -80,8 +66,8 @@ def test_rollout_page_changes_with_the_layer_slider():
     assert not np.allclose(first, second)
 
 
-def test_opening_a_head_from_another_page_shows_it_in_explore():
-    reference = load("own-random", device="cpu").trace(SEED_SENTENCE)
+def test_opening_a_head_from_another_page_shows_it_in_explore(seed_trace):
+    reference = seed_trace
     at = _page("model_view")
     at.session_state["open_head"] = ("decoder.self", 4, 6)
     at.switch_page("app_pages/explore.py").run()
@@ -93,16 +79,10 @@ def test_opening_a_head_from_another_page_shows_it_in_explore():
                                atol=1e-6)
 
 
-def test_a_target_typed_for_an_encoder_decoder_does_not_break_single_stack_models(tmp_path):
-    from tests.tiny_models import build_tiny_checkpoints
-
-    path = build_tiny_checkpoints(tmp_path)["llama"]
+def test_a_target_typed_for_an_encoder_decoder_does_not_break_single_stack_models(
+        tiny_checkpoints):
+    path = tiny_checkpoints["llama"]
     for page in ("stats", "rollout", "model_view"):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-        at.session_state["device"] = "cpu"
-        at.session_state["model_choice"] = "other…"
-        at.session_state["model_other"] = str(path)
-        at.session_state["target"] = "猫 坐 在 垫子 上"
-        at.run()
-        at.switch_page(f"app_pages/{page}.py").run()
+        at = app_test(page, model_choice="other…", model_other=str(path),
+                      target="猫 坐 在 垫子 上")
         assert not at.exception and not at.error, page

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from model.positional import rope_rotate, sinusoidal_table
+from model.own.position_encoding import rope_rotate, sinusoidal_table
 
 
 def test_sinusoidal_table_equals_the_seed_formula():

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from model.hf import HFModel
-from tests.conftest import SEED_SENTENCE
-from tests.tiny_models import build_tiny_checkpoints
+from tests.helpers import SEED_SENTENCE
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -29,8 +28,8 @@ def test_own_model_masked_scores_are_minus_infinity_exactly_above_the_diagonal(s
     assert np.isfinite(seed_trace.masked_scores("encoder.self", 2, 1)).all()
 
 
-def test_sliding_window_masked_scores_follow_the_models_own_mask(tmp_path):
-    path = build_tiny_checkpoints(tmp_path)["mistral"]
+def test_sliding_window_masked_scores_follow_the_models_own_mask(tiny_checkpoints):
+    path = tiny_checkpoints["mistral"]
     trace = HFModel.load(str(path), device="cpu").trace(
         "A dog slept under the table yesterday because it was tired.")
     n = len(trace.tokens)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, ROOT, chromium_page, served_app
+from tests.helpers import CHROMIUM, ROOT, chromium_page, served_app
 
 pytestmark = [
     pytest.mark.slow,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from model import AttentionTrace, load
-from tests.conftest import ROOT, SEED_SENTENCE
+from tests.helpers import ROOT, SEED_SENTENCE
 
 
 def test_api_traces_the_seed_sentence_with_six_source_tokens(seed_trace):
@@ -110,13 +111,22 @@ def test_export_command_writes_the_format(tmp_path):
         assert data["encoder.self"].shape == (6, 8, 6, 6)
 
 
+def _export(tmp_path, spec: str) -> subprocess.CompletedProcess:
+    # Offline on purpose: on a machine with network, a hub id would be looked up on the hub.
+    return subprocess.run(
+        [sys.executable, "-m", "model", "export", "--model", spec, "--text", "x",
+         "--out", str(tmp_path / "x.npz")], cwd=ROOT, capture_output=True, text=True,
+        timeout=60, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
 def test_export_command_explains_bad_input_without_a_traceback(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "model", "export", "--model", "no-such-model", "--text", "x",
-         "--out", str(tmp_path / "x.npz")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = _export(tmp_path, "no-such-model")
     assert result.returncode == 2
     assert "'no-such-model' is not a bundled model or a local folder" in result.stderr
     assert "Traceback" not in result.stderr
+    missing = _export(tmp_path, str(tmp_path / "no" / "checkpoint"))
+    assert missing.returncode == 2 and "no checkpoint folder" in missing.stderr
+    assert "Traceback" not in missing.stderr
     help_text = subprocess.run([sys.executable, "-m", "model", "export", "--help"], cwd=ROOT,
                                capture_output=True, text=True, timeout=60).stdout
     for option in ("--model", "--text", "--target", "--out", "--device"):

@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from model import load
-from model.corpus import make_corpus
-from model.hooks import capture
-from model.tokenizer import UnknownWordsError
-from model.train import evaluate
-from model.translator import CARD
+from model import UnknownWordsError, load
+from model.own.corpus import make_corpus
+from model.own.hooks import capture
+from model.own.train import evaluate
+from model.own.translator import CARD
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +20,7 @@ def translator():
     return load("own-translator", device="cpu")
 
 
+@pytest.mark.slow  # translates 500 sentences
 def test_held_out_exact_match_is_at_least_95_percent(translator):
     card = json.loads(CARD.read_text(encoding="utf-8"))
     corpus = make_corpus(card["corpus"]["seed"])
@@ -41,7 +41,7 @@ def test_seed_sentences_translate_exactly(translator, en, zh):
 
 def test_last_layer_cross_attention_aligns_mat_and_cat(translator):
     trace = translator.trace("The cat sat on the mat")
-    written = [step["token"] for step in trace.steps]
+    written = [step.token for step in trace.steps]
     assert written == ["猫", "坐", "在", "垫子", "上", "<eos>"]
     alignment = trace.mean_weights("decoder.cross", trace.layers("decoder.cross") - 1)
     source = list(trace.source_tokens)
@@ -59,9 +59,9 @@ def test_trace_holds_every_step_with_causal_and_normalised_patterns(translator):
     causal = trace.stack("decoder.self")
     assert (causal[..., ~trace.mask("decoder.self")] == 0).all()
     for step in trace.steps:
-        probs = [p for _, p in step["top_k"]]
+        probs = [p for _, p in step.top_k]
         assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
-        assert step["top_k"][0][0] == step["token"]  # greedy: the most probable word
+        assert step.top_k[0][0] == step.token  # greedy: the most probable word
 
 
 def test_final_pass_rows_equal_step_by_step_decoding(translator):
@@ -92,7 +92,7 @@ def test_teacher_forced_target_is_traced(translator):
     trace = translator.trace("The cat sat on the mat", target="猫 坐 在 地毯 上")
     assert list(trace.target_tokens) == ["<bos>", "猫", "坐", "在", "地毯", "上"]
     step = trace.steps[3]
-    assert step["token"] == "地毯" and step["probability"] < 0.5
+    assert step.token == "地毯" and step.probability < 0.5
 
 
 def test_export_of_own_translator_has_consistent_shapes(tmp_path, translator):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import viz
-from model.analysis import head_stats
-from model.positions import rope_offset_scores, sinusoidal
+from model.analysis.positions import rope_offset_scores, sinusoidal
+from model.analysis.statistics import head_stats
 
 
 def _z(trace) -> np.ndarray:
@@ -46,17 +46,6 @@ def test_model_view_of_a_long_input_pools_each_tile(seed_trace):
     z = _z(viz.model_view(trace, "decoder.self", tile=10).data[0])
     assert z.shape == (2 * 11, 3 * 11)
     np.testing.assert_allclose(np.nansum(z[:10, :10], axis=1), 1.0, atol=1e-9)
-
-
-def test_selected_head_reads_a_streamlit_selection_event():
-    event = {"selection": {"points": [{"x": 3, "y": 9, "customdata": [4, 2]}]}}
-    assert viz.selected_head(event) == (4, 2)
-    # what Streamlit really sends for an array customdata
-    streamlit_event = {"selection": {"points": [{"curve_number": 1, "customdata": {"0": 2,
-                                                                                  "1": 3}}]}}
-    assert viz.selected_head(streamlit_event) == (2, 3)
-    assert viz.selected_head({"selection": {"points": []}}) is None
-    assert viz.selected_head(None) is None
 
 
 def test_head_view_draws_lines_per_head_with_weight_as_opacity(seed_trace):
