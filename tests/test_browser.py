@@ -118,6 +118,9 @@ def test_an_uploaded_text_file_is_analysed(tmp_path):
         page.get_by_test_id("stSidebar").locator("input[type='file']").set_input_files(
             str(upload))
         page.get_by_text("Analysing the uploaded file story.txt").wait_for(timeout=60_000)
-        page.wait_for_timeout(1500)
+        # the caption comes before the figure in the same run: wait for the figure to redraw
+        page.wait_for_function(
+            "document.querySelector('.js-plotly-plot .xtick text')?.textContent === 'A'",
+            timeout=60_000)
         labels = page.locator(".js-plotly-plot").first.locator(".xtick text").all_text_contents()
         assert labels == ["A", "dog", "slept", "under", "the", "table"]
