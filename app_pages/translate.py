@@ -28,7 +28,7 @@ st.caption("This page always runs own-translator; the sidebar's model is for the
 _, device = settings()
 with explained_errors():
     translator = get_model(SPEC, device)
-vocabulary = sorted(translator.src_vocab.itos[4:])
+vocabulary = translator.english_words()
 with st.expander(f"The translator's English vocabulary ({len(vocabulary)} words)"):
     st.write(" · ".join(vocabulary))
     st.caption("Trained on a synthetic corpus of sentences like “The big dog sat under the "
@@ -49,6 +49,9 @@ st.caption(f"{len(written) - 1} words written one at a time, then the end token.
 n_steps = len(trace.steps)
 step = st.slider("Generation step", 1, n_steps, min(4, n_steps), key="step",
                  help="At step t the decoder has written t − 1 words and chooses word t.")
+so_far, chosen = written[:step - 1], written[step - 1]
+st.markdown(f"**Step {step}:** written so far: {' '.join(so_far) or '(nothing yet)'} → "
+            f"chooses **{chosen}**")
 
 n_layers = trace.layers("decoder.cross")
 left, right = st.columns(2)
@@ -57,8 +60,6 @@ head_choice = right.selectbox("Heads", ["average", *range(trace.n_heads)], key="
                               format_func=lambda h: "average of all heads" if h == "average"
                               else f"head {h}")
 now = generation_step(trace, step, layer, None if head_choice == "average" else head_choice)
-st.markdown(f"**Step {step}:** written so far: {' '.join(now.so_far) or '(nothing yet)'} → "
-            f"chooses **{now.chosen}**")
 
 col_self, col_cross = st.columns(2)
 with col_self:

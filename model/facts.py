@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
-Kind = Literal["encoder.self", "decoder.self", "decoder.cross"]
 Axis = Literal["tokens", "source", "target"]
 CAUSAL_KINDS: tuple[str, ...] = ("decoder.self",)
 
@@ -161,20 +160,21 @@ class Step:
                    top_k=tuple((str(t), float(p)) for t, p in record["top_k"]))
 
 
-FACT_KEYS = ("architecture", "d_model", "d_head", "d_ff", "n_encoder_layers",
+FACT_KEYS = ("model_type", "d_model", "d_head", "d_ff", "n_encoder_layers",
              "n_decoder_layers", "rope_theta", "max_positions", "sliding_window")
 
 
-def model_facts(dims: ModelDims, positions: PositionInfo, architecture: str) -> dict[str, Any]:
+def model_facts(dims: ModelDims, positions: PositionInfo, model_type: str) -> dict[str, Any]:
     """The ``meta`` facts every trace carries, the same keys for every model (:data:`FACT_KEYS`).
 
     Args:
         dims: the model's sizes.
         positions: its positional scheme (the scheme itself is the trace's ``positional``).
-        architecture: what the model is built as (``own`` or a transformers ``model_type``).
+        model_type: what the model is built as: ``own``, or the checkpoint config's
+            ``model_type`` (``llama``, ``bert``, ...).
     """
     dims_record = asdict(dims)
-    facts = {"architecture": architecture,
+    facts = {"model_type": model_type,
              **{key: dims_record[key] for key in FACT_KEYS if key in dims_record},
              "rope_theta": positions.rope_theta, "max_positions": positions.max_positions,
              "sliding_window": positions.sliding_window}

@@ -2,8 +2,9 @@
 
 Both adapters implement :class:`LoadedModel`: the own Transformer
 (:class:`model.own.adapter.OwnModel`, and the translator) and Hugging Face checkpoints
-(:class:`model.hf.adapter.HFModel`). Code outside :mod:`model.loader` reads a model through this
-interface only, never by asking which adapter it holds.
+(:class:`model.hf.adapter.HFModel`). Code outside :mod:`model.loader` never asks which adapter
+it holds: whatever works on any model reads this interface. (A page that always loads one
+bundled model, such as Translate with own-translator, may use that model's own methods.)
 """
 
 from __future__ import annotations
@@ -53,9 +54,13 @@ class LoadedModel(Protocol):
         ...
 
     def position_embeddings(self, n_positions: int) -> tuple[str, np.ndarray] | None:
-        """The model's own absolute position vectors: ``(parameter name, the first
-        n_positions vectors [position, d_model])``, or None when it holds none (the own models'
-        fixed table, RoPE, relative biases)."""
+        """Learned absolute position vectors: ``(parameter name, the first n_positions
+        vectors [position, d_model])``, or None when the model learns none."""
+        ...
+
+    def position_table(self, n_positions: int) -> np.ndarray | None:
+        """The seed's fixed sinusoidal table ``[position, d_model]`` when the model adds it to
+        its embeddings (the own models), else None."""
         ...
 
     def trace(self, text: str, target: str | None = None) -> AttentionTrace:

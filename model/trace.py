@@ -35,8 +35,6 @@ from .facts import (
 )
 from .store import AttentionStore, DenseStore, readonly
 
-FAMILIES = tuple(f.value for f in Family)
-KINDS = {family: family.kinds for family in Family}
 TOKEN_FIELDS = {"tokens": ("tokens", "ids"), "source": ("source_tokens", "source_ids"),
                 "target": ("target_tokens", "target_ids")}
 
@@ -61,7 +59,9 @@ class AttentionTrace:
             generated.
         special_positions: positions of special tokens (``[CLS]``, ``<bos>``) per token axis
             (``tokens``, or ``source`` and ``target``).
-        meta: further JSON-able facts; the models write :data:`model.facts.FACT_KEYS`.
+        meta: further JSON-able facts; the models write :data:`model.facts.FACT_KEYS`. A
+            ``"special"`` entry (how older exports kept special positions) moves to
+            ``special_positions``.
     """
 
     model: str
@@ -85,7 +85,11 @@ class AttentionTrace:
     def __post_init__(self) -> None:
         family = Family.parse(self.family)
         object.__setattr__(self, "family", family)
-        object.__setattr__(self, "meta", dict(self.meta))
+        meta = dict(self.meta)
+        recorded = meta.pop("special", None)  # where traces before 2026-11 kept the positions
+        if recorded and not self.special_positions:
+            object.__setattr__(self, "special_positions", recorded)
+        object.__setattr__(self, "meta", meta)
         for axis in family.axis_names:
             tok, ids = TOKEN_FIELDS[axis]
             for name in (tok, ids):
@@ -179,9 +183,9 @@ class AttentionTrace:
         return np.asarray(self.attention[name][layer, head], dtype=np.float32)
 
     def layer_weights(self, name: str, layer: int) -> np.ndarray:
-        """All heads of one layer: float32 ``[head, query, key]``."""
+        """All heads of one layer: float32 ``[head, query, key]``, the caller's own copy."""
         self._check_index(name, layer, 0)
-        return np.asarray(self.attention[name].layer(layer), dtype=np.float32)
+        return np.require(self.attention[name].layer(layer), np.float32, ["W"])
 
     def mean_weights(self, name: str, layer: int) -> np.ndarray:
         """One layer's weights averaged over its heads: float32 ``[query, key]``."""
@@ -310,6 +314,5 @@ class AttentionTrace:
         for derived in ("n_layers", "layers"):
             meta.pop(derived, None)
         steps = tuple(Step.from_dict(record) for record in meta.pop("steps", []))
-        special = meta.pop("special", {})
-        return cls(family=family, attention=attention, meta=meta, steps=steps,
-                   special_positions=special, **fields, **kwargs)
+        return cls(family=family, attention=attention, meta=meta, steps=steps, **fields,
+                   **kwargs)

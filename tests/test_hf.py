@@ -19,11 +19,6 @@ AUTO = {"encoder-only": AutoModel, "decoder-only": AutoModelForCausalLM,
         "encoder-decoder": AutoModelForSeq2SeqLM}
 
 
-@pytest.fixture(scope="module")
-def checkpoints(tiny_checkpoints):
-    return tiny_checkpoints
-
-
 def _eager(path, family):
     return AUTO[family].from_pretrained(path, attn_implementation="eager").eval()
 
@@ -59,8 +54,8 @@ def _assert_equal_to_eager(model: HFModel, texts, targets=None):
 @pytest.mark.parametrize("name, family", [
     ("bert", "encoder-only"), ("gpt2", "decoder-only"), ("llama", "decoder-only"),
     ("mistral", "decoder-only"), ("t5", "encoder-decoder"), ("bart", "encoder-decoder")])
-def test_capture_equals_eager_output_attentions_with_padding(checkpoints, name, family):
-    model = HFModel.load(str(checkpoints[name]), device="cpu")
+def test_capture_equals_eager_output_attentions_with_padding(tiny_checkpoints, name, family):
+    model = HFModel.load(str(tiny_checkpoints[name]), device="cpu")
     assert model.family == family
     assert model.model.config._attn_implementation.startswith("attention_explorer")
     targets = TARGETS if family == "encoder-decoder" else None
@@ -70,22 +65,22 @@ def test_capture_equals_eager_output_attentions_with_padding(checkpoints, name, 
 
 
 @pytest.mark.parametrize("name", ["t5", "bart"])
-def test_greedy_output_of_encoder_decoder_models_is_traced_exactly(checkpoints, name):
-    model = HFModel.load(str(checkpoints[name]), device="cpu")
+def test_greedy_output_of_encoder_decoder_models_is_traced_exactly(tiny_checkpoints, name):
+    model = HFModel.load(str(tiny_checkpoints[name]), device="cpu")
     traces = _assert_equal_to_eager(model, TEXTS[:1])
     assert len(traces[0].target_tokens) > 1
 
 
-def test_grouped_query_heads_are_expanded_and_their_sharing_reported(checkpoints):
-    trace = HFModel.load(str(checkpoints["llama"]), device="cpu").trace(TEXTS[0])
+def test_grouped_query_heads_are_expanded_and_their_sharing_reported(tiny_checkpoints):
+    trace = HFModel.load(str(tiny_checkpoints["llama"]), device="cpu").trace(TEXTS[0])
     assert (trace.n_heads, trace.n_kv_heads) == (4, 2)
     assert trace.stack("decoder.self").shape[1] == 4
     assert [trace.kv_head(h) for h in range(4)] == [0, 0, 1, 1]
     assert trace.positional == "rope"
 
 
-def test_sliding_window_mask_is_reflected_exactly(checkpoints):
-    trace = HFModel.load(str(checkpoints["mistral"]), device="cpu").trace(TEXTS[1])
+def test_sliding_window_mask_is_reflected_exactly(tiny_checkpoints):
+    trace = HFModel.load(str(tiny_checkpoints["mistral"]), device="cpu").trace(TEXTS[1])
     n = len(trace.tokens)
     q, k = np.indices((n, n))
     allowed = (k <= q) & (q - k < 4)
@@ -94,18 +89,18 @@ def test_sliding_window_mask_is_reflected_exactly(checkpoints):
     assert (stack[..., ~allowed] == 0).all() and (stack[..., allowed] > 0).all()
 
 
-def test_family_is_detected_from_the_config(checkpoints):
+def test_family_is_detected_from_the_config(tiny_checkpoints):
     from transformers import AutoConfig
 
     families = {name: detect_family(AutoConfig.from_pretrained(path))
-                for name, path in checkpoints.items()}
+                for name, path in tiny_checkpoints.items()}
     assert families == {"bert": "encoder-only", "gpt2": "decoder-only", "llama": "decoder-only",
                         "mistral": "decoder-only", "t5": "encoder-decoder",
                         "bart": "encoder-decoder"}
 
 
-def test_concurrent_traces_on_one_shared_model_never_mix(checkpoints):
-    model = HFModel.load(str(checkpoints["llama"]), device="cpu")
+def test_concurrent_traces_on_one_shared_model_never_mix(tiny_checkpoints):
+    model = HFModel.load(str(tiny_checkpoints["llama"]), device="cpu")
     texts = [TEXTS[0], TEXTS[1], "猫 坐 在 垫子 上"]
     expected = {t: model.trace(t).stack("decoder.self") for t in texts}
     barrier = threading.Barrier(len(texts))
@@ -128,8 +123,8 @@ def test_concurrent_traces_on_one_shared_model_never_mix(checkpoints):
     assert not failures
 
 
-def test_export_of_a_local_checkpoint_expands_gqa_heads(checkpoints, tmp_path):
-    trace = load(str(checkpoints["llama"]), device="cpu").trace(TEXTS[0])
+def test_export_of_a_local_checkpoint_expands_gqa_heads(tiny_checkpoints, tmp_path):
+    trace = load(str(tiny_checkpoints["llama"]), device="cpu").trace(TEXTS[0])
     path = trace.save(tmp_path / "llama.npz")
     with np.load(path) as data:
         n = len(data["tokens"])
@@ -152,16 +147,16 @@ def test_bad_paths_are_explained():
 
 
 @pytest.mark.parametrize("name", ["llama", "t5"])
-def test_models_without_sdpa_are_captured_through_their_own_eager_function(checkpoints, name):
+def test_models_without_sdpa_are_captured_through_their_own_eager_function(tiny_checkpoints, name):
     from model.hf.capture import ATTN_EAGER
 
-    model = HFModel.load(str(checkpoints[name]), device="cpu")
+    model = HFModel.load(str(tiny_checkpoints[name]), device="cpu")
     model.model.set_attn_implementation(ATTN_EAGER)
     targets = TARGETS if model.family == "encoder-decoder" else None
     _assert_equal_to_eager(model, TEXTS, targets)
 
 
-def test_text_longer_than_the_model_reads_is_refused_clearly(checkpoints):
-    bert = HFModel.load(str(checkpoints["bert"]), device="cpu")
+def test_text_longer_than_the_model_reads_is_refused_clearly(tiny_checkpoints):
+    bert = HFModel.load(str(tiny_checkpoints["bert"]), device="cpu")
     with pytest.raises(ValueError, match="reads at most 128: shorten it"):
         bert.trace(" ".join(["cat"] * 400))

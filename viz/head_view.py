@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import escape
-from .style import PLOT_BACKGROUND, TOKEN_MARKER_COLOR, head_color, rgba
+from .style import PLOT_BACKGROUND, TOKEN_MARKER_COLOR, TOKEN_MARKER_SIZE, head_color, rgba
 
 LEVELS = 8
 MAX_TOKENS = 160
@@ -71,7 +71,7 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
         fig.add_trace(go.Scatter(
             x=[x] * len(tokens), y=y, mode="markers+text", text=escape(tokens),
             textposition="middle left" if side == "left" else "middle right",
-            marker={"size": 7, "color": TOKEN_MARKER_COLOR}, showlegend=False,
+            marker={"size": TOKEN_MARKER_SIZE, "color": TOKEN_MARKER_COLOR}, showlegend=False,
             name=f"{side} tokens",
             customdata=np.arange(len(tokens)),
             hovertemplate="%{text} (position %{customdata})<extra></extra>"))

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .pooling import block_factor, pool_weights
-from .style import PLOT_BACKGROUND, WEIGHT_SCALE
+from .style import INVISIBLE, PLOT_BACKGROUND, WEIGHT_SCALE
 
 
 def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
@@ -70,6 +70,6 @@ def click_targets(cells, size: float) -> go.Scatter:
     return go.Scatter(
         x=xs, y=ys, mode="markers", name="open a head", showlegend=False,
         customdata=np.stack([layers, heads], axis=-1),
-        marker={"size": size, "symbol": "square", "color": "rgba(0,0,0,0)"},
+        marker={"size": size, "symbol": "square", "color": INVISIBLE},
         hovertemplate="layer %{customdata[0]} · head %{customdata[1]}: click to open"
                       "<extra></extra>")

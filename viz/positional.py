@@ -13,6 +13,7 @@ from .style import (
     GRID_COLOR,
     GUIDE_COLOR,
     PLOT_BACKGROUND,
+    POINT_MARKER_SIZE,
     SEQUENTIAL_SCALE,
     head_color,
 )
@@ -85,7 +86,7 @@ def rope_circles(thetas, n_positions: int, title: str = "RoPE: one 2-D pair per 
             x=radius * np.cos(angle), y=radius * np.sin(angle), mode="lines+markers+text",
             text=[str(p) if p < 8 else "" for p in positions], textposition="top center",
             name=f"θ = {theta:.3g} rad/position", line={"color": head_color(i), "width": 1},
-            marker={"size": 6}, customdata=positions,
+            marker={"size": POINT_MARKER_SIZE}, customdata=positions,
             hovertemplate="position %{customdata}<extra>%{fullData.name}</extra>"))
     fig.update_layout(title=title, height=460, plot_bgcolor=PLOT_BACKGROUND,
                       margin={"l": 20, "r": 20, "t": 60, "b": 20})

@@ -1,9 +1,17 @@
-"""Numbers computed from a trace and a loaded model's interface (numpy, and torch only to count
-parameters); never imports transformers, streamlit or :mod:`model.hf`.
+"""Numbers computed from a trace and a loaded model's interface, in numpy (positions use the
+seed's torch formulas of :mod:`model.own.position_encoding`); never imports transformers,
+streamlit or :mod:`model.hf`.
 
 - :mod:`.statistics`: per-head statistics, aggregates over heads, span-to-span attention;
 - :mod:`.rollout`: attention rollout through a stack;
 - :mod:`.costs`: tensor shapes, parameter split, attention and KV-cache sizes;
 - :mod:`.positions`: the sinusoidal table, RoPE and the loaded model's own positions;
 - :mod:`.views`: what each page draws, cut from a trace (a layer, a window, a generation step).
+
+The statistics and rollout are importable from here too, as before the package had rooms.
 """
+
+from .rollout import rollout
+from .statistics import STATS, aggregate, head_stats, span_attention
+
+__all__ = ["STATS", "aggregate", "head_stats", "rollout", "span_attention"]

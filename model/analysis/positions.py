@@ -70,6 +70,7 @@ def model_positions(loaded: LoadedModel, n_positions: int = 64) -> dict:
         parameter, vectors = learned
         return {"scheme": info.scheme, "parameter": parameter,
                 "similarity": cosine_similarity(vectors)}
-    if info.scheme == "sinusoidal":
-        return {"scheme": "sinusoidal", "table": sinusoidal(n_positions, dims.d_model)}
+    table = loaded.position_table(n_positions)
+    if table is not None:
+        return {"scheme": info.scheme, "table": table}
     return {"scheme": info.scheme}

@@ -1,7 +1,7 @@
 """What a page draws, cut from a trace (numpy only): a layer and its chosen head (Explore), a
 window of tokens (head view, causal mask), one generation step (Translate).
 
-Pages call these and hand the arrays to viz/; no page slices or reduces an array itself.
+Pages call these and hand the arrays to viz/ instead of slicing and reducing arrays themselves.
 """
 
 from __future__ import annotations
@@ -69,12 +69,10 @@ class Window:
 
 def window(trace: AttentionTrace, name: str, start: int, stop: int) -> Window:
     """Queries ``start..stop`` of ``name``; keys the same stretch for self-attention and every
-    source key for cross-attention (a target word may look anywhere in the source). A start
-    past the end of the query axis is moved to its last token."""
+    source key for cross-attention (a target word may look anywhere in the source)."""
     q_tokens, k_tokens = trace.axes(name)
     if start < 0 or stop <= start:
         raise ValueError(f"the window {start}..{stop} is empty")
-    start = min(start, len(q_tokens) - 1)  # a window past a shorter query axis shows its end
     queries = slice(start, min(stop, len(q_tokens)))
     keys = slice(start, min(stop, len(k_tokens))) if name.endswith(".self") else slice(
         0, len(k_tokens))
@@ -88,7 +86,8 @@ def window_weights(trace: AttentionTrace, name: str, layer: int, view: Window) -
 
 @dataclass(frozen=True)
 class MaskPanels:
-    """The causal-mask view's four panels inside a window, each ``[query, key]``."""
+    """What the causal-mask view draws inside a window, each ``[query, key]``: the scores, the
+    mask and the weights (viz derives the third panel, the masked scores, from the first two)."""
 
     scores: np.ndarray
     allowed: np.ndarray

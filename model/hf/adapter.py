@@ -87,6 +87,10 @@ class HFModel:
                 return name, parameter.detach()[:n_positions].float().cpu().numpy()
         return None
 
+    def position_table(self, n_positions: int) -> None:
+        """None: a checkpoint's fixed tables (Marian, M2M100) are its own, not the seed's."""
+        return None
+
     @classmethod
     def load(cls, spec: str, device: str = "auto", trust_remote_code: bool = False) -> HFModel:
         """Load ``spec`` (see :func:`~model.hf.checkpoints.resolve`) on ``device``, in eval
@@ -221,5 +225,5 @@ class HFModel:
             n_heads=first.n_heads, n_kv_heads=first.n_kv_heads,
             positional=self.positions.scheme, device=str(self.device),
             dtype=str(self.model.dtype).removeprefix("torch."), special_positions=special,
-            meta=model_facts(self.dims, self.positions, architecture=self.config.model_type),
+            meta=model_facts(self.dims, self.positions, model_type=self.config.model_type),
             **tokens)

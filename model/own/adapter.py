@@ -21,9 +21,10 @@ import torch
 from ..device import resolve_device
 from ..facts import CAUSAL_KINDS, Family, ModelDims, PositionInfo, Step, model_facts
 from ..store import DenseStore
-from ..trace import AttentionTrace
+from ..trace import TOKEN_FIELDS, AttentionTrace
 from .config import TransformerConfig
 from .hooks import capture
+from .position_encoding import sinusoidal_table
 from .transformer import Embeddings, MultiHeadAttention, PositionwiseFFN, Transformer
 from .vocab import BOS, SPECIALS, WordVocab, split_words
 
@@ -114,6 +115,12 @@ class OwnModel:
         """None: the own models add a fixed table (or rotate by RoPE); they learn no vectors."""
         return None
 
+    def position_table(self, n_positions: int) -> np.ndarray | None:
+        """The sinusoidal table the embeddings add (seed 3.4), or None with RoPE."""
+        if self.config.positional != "sinusoidal":
+            return None
+        return sinusoidal_table(n_positions, self.config.d_model).double().numpy()
+
     @classmethod
     def random(cls, device: str = "auto") -> OwnModel:
         """``own-random``: the seed-default encoder-decoder with weights from a fixed seed."""
@@ -188,14 +195,13 @@ class OwnModel:
             positional=self.positions.scheme, device=str(self.device),
             dtype=str(next(self.network.parameters()).dtype).removeprefix("torch."),
             steps=steps, special_positions=_special_positions(tokens),
-            meta=model_facts(self.dims, self.positions, architecture="own"), **tokens)
+            meta=model_facts(self.dims, self.positions, model_type="own"), **tokens)
 
 
 def _special_positions(tokens: dict) -> dict[str, list[int]]:
     """Where ``<bos>``-style tokens stand, per token axis (``tokens``, ``source``, ``target``)."""
-    axes = {"tokens": "tokens", "source_tokens": "source", "target_tokens": "target"}
-    return {axes[key]: [i for i, t in enumerate(value) if t in SPECIALS]
-            for key, value in tokens.items() if key in axes}
+    return {axis: [i for i, t in enumerate(tokens[field]) if t in SPECIALS]
+            for axis, (field, _) in TOKEN_FIELDS.items() if field in tokens}
 
 
 def _is_attention(name: str) -> bool:

@@ -20,7 +20,7 @@ from ..facts import Step
 from .adapter import OwnModel
 from .config import TransformerConfig
 from .transformer import Transformer
-from .vocab import WordVocab, split_words
+from .vocab import SPECIALS, WordVocab, split_words
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 WEIGHTS = WEIGHTS_DIR / "own-translator.safetensors"
@@ -71,6 +71,10 @@ class Translator(OwnModel):
         for row in out[:, 1:].tolist():
             results.append(row[:row.index(eos)] if eos in row else [i for i in row if i != pad])
         return results
+
+    def english_words(self) -> list[str]:
+        """The words the translator reads, sorted (its source vocabulary without specials)."""
+        return sorted(w for w in self.src_vocab.itos if w not in SPECIALS)
 
     def translate(self, text: str) -> str:
         """Greedy translation of ``text`` (Chinese words separated by spaces)."""
