@@ -11,6 +11,7 @@ from typing import NamedTuple
 import streamlit as st
 
 import model
+from app_pages import widgets
 from model import AttentionTrace, Family, LoadedModel
 
 DEFAULT_MODEL = "own-random"
@@ -45,14 +46,14 @@ def sidebar(with_text: bool = True) -> None:
             st.session_state[key] = st.session_state[key]
     with st.sidebar:
         choices = (*model.BUNDLED, OTHER)
-        choice = st.selectbox("Model", choices, key="model_choice",
-                              index=choices.index(DEFAULT_MODEL),
+        choice = widgets.selectbox("Model", choices, key="model_choice",
+                                   index=choices.index(DEFAULT_MODEL),
                               help="\n".join(f"- **{c}**: {h}" for c, h in MODEL_HELP.items()))
         st.caption(MODEL_HELP[choice])
         if choice == OTHER:
             st.text_input("Hub id or local path", key="model_other",
                           placeholder="e.g. gpt2, ./my-checkpoint, ~/models/tiny.gguf")
-        st.radio("Device", DEVICES, key="device", horizontal=True,
+        widgets.radio("Device", DEVICES, key="device", horizontal=True,
                  help="auto runs on CUDA when this machine has a GPU, else on the CPU.")
         if with_text:
             st.text_area("Text", DEFAULT_TEXT, key="text", height=100,
@@ -151,8 +152,8 @@ def load_run() -> Run:
 def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:
     """A select box of the trace's attention kinds."""
     kinds = kinds or trace.names
-    return container.selectbox("Attention", kinds, key=key,
-                               format_func=lambda n: f"{n} · {KIND_LABELS[n]}")
+    return widgets.selectbox("Attention", kinds, key=key, container=container,
+                             format_func=lambda n: f"{n} · {KIND_LABELS[n]}")
 
 
 def open_head(name: str, layer: int, head: int) -> None:
@@ -165,6 +166,6 @@ def window_selector(n_tokens: int, limit: int, key: str) -> tuple[int, int]:
     """A token window ``(start, stop)`` of at most ``limit`` tokens for long inputs."""
     if n_tokens <= limit:
         return 0, n_tokens
-    start = st.slider(f"Window start (the input has {n_tokens} tokens; {limit} are shown)",
-                      0, n_tokens - limit, 0, key=key)
+    start = widgets.slider(f"Window start (the input has {n_tokens} tokens; {limit} are shown)",
+                           0, n_tokens - limit, 0, key=key)
     return start, start + limit

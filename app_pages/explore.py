@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
+from app_pages import widgets
 from app_pages.common import kind_selector, load_run
 from model.analysis.views import layer_view
 
@@ -17,11 +18,11 @@ if "open_head" in st.session_state:  # a click in another view chose a head
 left, mid, right = st.columns([2, 1, 1])
 name = kind_selector(trace, left)
 n_layers = trace.layers(name)
-layer = mid.selectbox("Layer", range(n_layers), key="layer") if n_layers > 1 else 0
+layer = widgets.selectbox("Layer", range(n_layers), key="layer", container=mid)
 group = trace.n_heads // trace.n_kv_heads
-head = right.selectbox("Head", range(trace.n_heads), key="head",
-                       format_func=lambda h: f"{h} (K/V head {trace.kv_head(h)})" if group > 1
-                       else str(h))
+head = widgets.selectbox("Head", range(trace.n_heads), key="head", container=right,
+                         format_func=lambda h: f"{h} (K/V head {trace.kv_head(h)})" if group > 1
+                         else str(h))
 
 q_tokens, k_tokens = trace.axes(name)
 fit = st.toggle("Fit the colours to this layer", key="fit_colours",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
+from app_pages import widgets
 from app_pages.common import kind_selector, load_run, window_selector
 from app_pages.events import clicked_token
 from model.analysis.views import window, window_weights
@@ -13,18 +14,18 @@ st.title("Head view")
 trace = load_run().trace
 left, right = st.columns([2, 1])
 name = kind_selector(trace, left, key="hv_kind")
-layer = right.selectbox("Layer", range(trace.layers(name)), key="hv_layer")
-heads = st.multiselect("Heads (each in its colour)", range(trace.n_heads), default=[0, 1],
-                       key="hv_heads")
+layer = widgets.selectbox("Layer", range(trace.layers(name)), key="hv_layer", container=right)
+heads = widgets.multiselect("Heads (each in its colour)", range(trace.n_heads), default=[0, 1],
+                            key="hv_heads")
 q_tokens, k_tokens = trace.axes(name)
 start, stop = window_selector(max(len(q_tokens), len(k_tokens)), 80, key="hv_window")
 shown = window(trace, name, start, stop)
 labels = shown.query_labels
 if "hv_focus_clicked" in st.session_state:  # a click on a token in the last run
     st.session_state["hv_focus"] = st.session_state.pop("hv_focus_clicked")
-focus = st.selectbox("Focus on one token", [None, *range(len(labels))], key="hv_focus",
-                     format_func=lambda i: "all tokens" if i is None else labels[i],
-                     help="Or click a token in the left column.")
+focus = widgets.selectbox("Focus on one token", [None, *range(len(labels))], key="hv_focus",
+                          format_func=lambda i: "all tokens" if i is None else labels[i],
+                          help="Or click a token in the left column.")
 titles = ("target", "source") if name == "decoder.cross" else ("query", "key")
 if not heads:
     st.info("Choose at least one head.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
+from app_pages import widgets
 from app_pages.common import explained_errors, kind_selector, load_run, window_selector
 from model.analysis.views import mask_panels, window
 
@@ -19,8 +20,8 @@ name = kind_selector(trace, c1, key="mask_kind", kinds=kinds)
 if name != "decoder.self":
     st.info(f"{trace.model} has no causal self-attention: its mask lets every token see every "
             "other (only padding would be masked).")
-layer = c2.selectbox("Layer", range(trace.layers(name)), key="mask_layer")
-head = c3.selectbox("Head", range(trace.n_heads), key="mask_head")
+layer = widgets.selectbox("Layer", range(trace.layers(name)), key="mask_layer", container=c2)
+head = widgets.selectbox("Head", range(trace.n_heads), key="mask_head", container=c3)
 q_tokens, _ = trace.axes(name)
 start, stop = window_selector(len(q_tokens), 32, key="mask_window")
 shown = window(trace, name, start, stop)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
+from app_pages import widgets
 from app_pages.common import explained_errors, settings
 from model.analysis.positions import (
     dot_similarity,
@@ -20,8 +21,9 @@ st.markdown("Attention itself ignores order (seed 3.4): shuffle the words and ev
 
 st.header("Sinusoidal: a watch with fast and slow hands")
 c1, c2 = st.columns(2)
-n_positions = c1.slider("Positions", 8, 256, 64, key="pe_positions")
-d_model = c2.select_slider("d_model", [16, 32, 64, 128, 256, 512], 128, key="pe_d_model")
+n_positions = widgets.slider("Positions", 8, 256, 64, key="pe_positions", container=c1)
+d_model = widgets.select_slider("d_model", [16, 32, 64, 128, 256, 512], 128, key="pe_d_model",
+                                container=c2)
 table = sinusoidal(n_positions, d_model)
 st.latex(r"PE_{(pos,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\quad "
          r"PE_{(pos,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)")

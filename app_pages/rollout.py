@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
+from app_pages import widgets
 from app_pages.cache import get_rollout
 from app_pages.common import kind_selector, load_run
 
@@ -16,7 +17,7 @@ trace = run.trace
 kinds = [n for n in trace.names if n.endswith(".self")]
 name = kind_selector(trace, key="ro_kind", kinds=kinds)
 flows = get_rollout(run.key, name)
-layer = st.slider("Through layer", 0, len(flows) - 1, len(flows) - 1, key="ro_layer")
+layer = widgets.slider("Through layer", 0, len(flows) - 1, len(flows) - 1, key="ro_layer")
 tokens = trace.axes(name)[0]
 st.plotly_chart(viz.attention_heatmap(
     flows[layer], tokens, tokens, allowed=trace.mask(name, 0),

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import viz
+from app_pages import widgets
 from app_pages.cache import get_head_stats
 from app_pages.common import kind_selector, load_run, open_head
 from app_pages.events import selected_head
@@ -23,7 +24,7 @@ trace = run.trace
 name = kind_selector(trace, key="st_kind")
 stats = get_head_stats(run.key, name)
 metrics = defined_metrics(stats)
-metric = st.selectbox("Metric", metrics, key="st_metric", format_func=lambda m: m)
+metric = widgets.selectbox("Metric", metrics, key="st_metric")
 event = st.plotly_chart(viz.stats_heatmap(stats[metric], metric, STATS[metric]),
                         key="stats_heatmap", on_select="rerun", selection_mode="points")
 chosen = selected_head(event)
@@ -40,10 +41,10 @@ if selection and selection.selection.rows:
 
 st.header("Aggregate and spans")
 c1, c2 = st.columns(2)
-layers = c1.multiselect("Layers", range(trace.layers(name)), default=[trace.layers(name) - 1],
-                        key="agg_layers")
-heads = c2.multiselect("Heads", range(trace.n_heads), default=list(range(trace.n_heads)),
-                       key="agg_heads")
+layers = widgets.multiselect("Layers", range(trace.layers(name)),
+                             default=[trace.layers(name) - 1], key="agg_layers", container=c1)
+heads = widgets.multiselect("Heads", range(trace.n_heads), default=list(range(trace.n_heads)),
+                            key="agg_heads", container=c2)
 if not layers or not heads:
     st.info("Choose at least one layer and one head.")
     st.stop()
@@ -53,10 +54,10 @@ st.plotly_chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.ma
                                       title="Weights averaged over the chosen layers and heads"),
                 key="aggregate")
 c3, c4 = st.columns(2)
-qa, qb = c3.slider("Query span (e.g. sentence B)", 0, len(q_tokens), (len(q_tokens) // 2,
-                   len(q_tokens)), key="span_q")
-ka, kb = c4.slider("Key span (e.g. sentence A)", 0, len(k_tokens), (0, len(k_tokens) // 2),
-                   key="span_k")
+qa, qb = widgets.slider("Query span (e.g. sentence B)", 0, len(q_tokens),
+                        (len(q_tokens) // 2, len(q_tokens)), key="span_q", container=c3)
+ka, kb = widgets.slider("Key span (e.g. sentence A)", 0, len(k_tokens), (0, len(k_tokens) // 2),
+                        key="span_k", container=c4)
 if qb > qa and kb > ka:
     block, mass = span_attention(mean, (qa, qb), (ka, kb))
     st.metric("Share of the query span's attention on the key span", f"{mass:.1%}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
+from app_pages import widgets
 from app_pages.cache import get_model, get_trace
 from app_pages.common import explained_errors, settings
 from model import UnknownWordsError
@@ -34,8 +35,14 @@ with st.expander(f"The translator's English vocabulary ({len(vocabulary)} words)
     st.caption("Trained on a synthetic corpus of sentences like “The big dog sat under the "
                "table yesterday” and “The cat chased the mouse because it was hungry”.")
 
-example = st.selectbox("Example", EXAMPLES, key="example")
-text = st.text_input("English sentence", example, key="translate_text")
+def _use_example() -> None:
+    st.session_state["translate_text"] = st.session_state["example"]
+
+
+widgets.selectbox("Example", EXAMPLES, key="example", on_change=_use_example,
+                  help="Choosing one puts it in the sentence box below.")
+st.session_state.setdefault("translate_text", EXAMPLES[0])
+text = st.text_input("English sentence", key="translate_text")
 if not text.strip():
     st.info("Type an English sentence made of the vocabulary's words.")
     st.stop()
@@ -47,18 +54,19 @@ st.markdown(f"### {' '.join(written[:-1])}")
 st.caption(f"{len(written) - 1} words written one at a time, then the end token.")
 
 n_steps = len(trace.steps)
-step = st.slider("Generation step", 1, n_steps, min(4, n_steps), key="step",
-                 help="At step t the decoder has written t − 1 words and chooses word t.")
+step = widgets.slider("Generation step", 1, n_steps, min(4, n_steps), key="step",
+                      help="At step t the decoder has written t − 1 words and chooses word t.")
 so_far, chosen = written[:step - 1], written[step - 1]
 st.markdown(f"**Step {step}:** written so far: {' '.join(so_far) or '(nothing yet)'} → "
             f"chooses **{chosen}**")
 
 n_layers = trace.layers("decoder.cross")
 left, right = st.columns(2)
-layer = left.selectbox("Decoder layer", range(n_layers), index=n_layers - 1, key="dec_layer")
-head_choice = right.selectbox("Heads", ["average", *range(trace.n_heads)], key="dec_head",
-                              format_func=lambda h: "average of all heads" if h == "average"
-                              else f"head {h}")
+layer = widgets.selectbox("Decoder layer", range(n_layers), index=n_layers - 1, key="dec_layer",
+                          container=left)
+head_choice = widgets.selectbox("Heads", ["average", *range(trace.n_heads)], key="dec_head",
+                                container=right, format_func=lambda h: "average of all heads"
+                                if h == "average" else f"head {h}")
 now = generation_step(trace, step, layer, None if head_choice == "average" else head_choice)
 
 col_self, col_cross = st.columns(2)

@@ -197,14 +197,16 @@ def served_app(timeout: float = 90.0) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def chromium_page(width: int = 1280, height: int = 800):
-    """A Playwright page in headless Debian Chromium."""
+def chromium_page(width: int = 1280, height: int = 800, color_scheme: str = "light"):
+    """A Playwright page in headless Debian Chromium (``color_scheme``: the system's light or
+    dark preference, which Streamlit's default theme follows)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
+            page = browser.new_page(viewport={"width": width, "height": height},
+                                    color_scheme=color_scheme)
             yield page
         finally:
             browser.close()

@@ -1,0 +1,68 @@
+"""Issue 9, the first five minutes: controls that survive their options changing, examples that
+work, a landing, charts for both themes, long inputs, one convention for decoder rows, and
+warnings where a tokenizer loses the input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.helpers import app_test
+
+# Widgets whose options depend on the model, the text or the step, with a value out of range.
+STALE = [
+    ("explore", "kind", "encoder.cross"), ("explore", "layer", 9), ("explore", "head", 11),
+    ("head_view", "hv_layer", 9), ("head_view", "hv_heads", [0, 12]),
+    ("head_view", "hv_focus", 40), ("head_view", "hv_window", 500),
+    ("mask", "mask_layer", 9), ("mask", "mask_head", 9), ("mask", "mask_window", 100),
+    ("rollout", "ro_layer", 9), ("model_view", "mv_kind", "x"),
+    ("stats", "st_metric", "nope"), ("stats", "agg_layers", [7]), ("stats", "agg_heads", [70]),
+    ("stats", "span_q", (0, 99)), ("stats", "span_k", 3),
+    ("translate", "step", 99), ("translate", "dec_layer", 7), ("translate", "dec_head", 9),
+    ("translate", "example", "zzz"), ("positions", "pe_positions", 1000),
+    ("positions", "pe_d_model", 7),
+]
+
+
+@pytest.mark.parametrize("page, key, value", STALE)
+def test_a_remembered_value_out_of_the_new_range_falls_back_to_a_valid_one(page, key, value):
+    # Set while another page shows, as a browser holding an old value sends it back later.
+    at = app_test("shapes" if page == "positions" else "positions", model_choice="own-random")
+    at.session_state[key] = value
+    at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception, at.exception[0].value
+    assert at.get("plotly_chart")
+
+
+def test_switching_to_a_model_with_fewer_heads_keeps_explore_on_a_head_it_has():
+    at = app_test(model_choice="own-random")
+    at.selectbox(key="kind").set_value("decoder.cross").run()
+    at.selectbox(key="layer").set_value(5).run()
+    at.selectbox(key="head").set_value(7).run()
+    at.switch_page("app_pages/positions.py").run()
+    at.selectbox(key="model_choice").set_value("own-translator").run()
+    at.switch_page("app_pages/explore.py").run()
+    assert not at.exception
+    assert at.selectbox(key="layer").value in range(3)
+    assert at.selectbox(key="head").value in range(4)
+
+
+def test_a_step_past_the_end_of_a_shorter_translation_falls_back():
+    at = app_test("translate")
+    at.selectbox(key="example").set_value(
+        "The cat chased the mouse because it was hungry").run()
+    at.slider(key="step").set_value(9).run()
+    at.selectbox(key="example").set_value("The cat sat on the mat").run()
+    assert not at.exception
+    assert 1 <= at.slider(key="step").value <= 6
+
+
+def test_choosing_an_example_translates_it():
+    at = app_test("translate")
+    at.selectbox(key="example").set_value("The small dog slept under the table yesterday").run()
+    assert at.text_input(key="translate_text").value == (
+        "The small dog slept under the table yesterday")
+    assert any(m.value == "### 小 狗 昨天 睡 在 桌子 下" for m in at.markdown)
+    at.text_input(key="translate_text").set_value("The cat sat on the mat").run()
+    assert any(m.value == "### 猫 坐 在 垫子 上" for m in at.markdown)
+    assert np.isfinite(at.slider(key="step").value)
