@@ -9,6 +9,7 @@ from app_pages import widgets
 from app_pages.common import kind_selector, load_run, window_selector
 from app_pages.events import clicked_token
 from model.analysis.views import window, window_weights
+from viz.style import head_label
 
 st.title("Head view")
 trace = load_run().trace
@@ -16,7 +17,9 @@ left, right = st.columns([2, 1])
 name = kind_selector(trace, left, key="hv_kind")
 layer = widgets.selectbox("Layer", range(trace.layers(name)), key="hv_layer", container=right)
 heads = widgets.multiselect("Heads (each in its colour)", range(trace.n_heads), default=[0, 1],
-                            key="hv_heads")
+                            key="hv_heads", format_func=head_label,
+                            help="The dot's colour is the colour of the head's lines; heads 8–15 "
+                                 "have squares and dashed lines.")
 q_tokens, k_tokens = trace.axes(name)
 start, stop = window_selector(max(len(q_tokens), len(k_tokens)), 80, key="hv_window")
 shown = window(trace, name, start, stop)

@@ -31,4 +31,4 @@ st.plotly_chart(viz.mask_view(
     panels.scores, panels.allowed, panels.weights, shown.query_tokens, shown.key_tokens,
     title=f"{name} · layer {layer} · head {head}"), key="mask_view")
 st.caption("① every query scores every key; ② the model's mask; ③ forbidden scores set to −∞ "
-           "(black); ④ softmax of each row: the forbidden cells get weight 0.")
+           "(dark grey); ④ softmax of each row: the forbidden cells get weight 0.")

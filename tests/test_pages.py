@@ -54,7 +54,7 @@ def test_head_view_focus_keeps_one_tokens_lines():
     at = _page("head_view")
     at.selectbox(key="hv_focus").set_value(2).run()
     fig = _figures(at)[0]
-    lines = [d for d in fig["data"] if d["mode"] == "lines"]
+    lines = [d for d in fig["data"] if d["mode"] == "lines" and "weight" in d["meta"]]
     assert lines and all(y == 2 for d in lines for y in d["y"][0::3])
 
 

@@ -52,7 +52,7 @@ def test_head_view_draws_lines_per_head_with_weight_as_opacity(seed_trace):
     layer = seed_trace.layer_weights("encoder.self", 1)
     tokens = list(seed_trace.source_tokens)
     fig = viz.head_view(layer, tokens, tokens, heads=[0, 3], min_weight=0.0)
-    lines = [t for t in fig.data if t.mode == "lines"]
+    lines = [t for t in fig.data if t.mode == "lines" and "weight" in t.meta]
     assert {t.meta["head"] for t in lines} == {0, 3}
     for t in lines:  # every segment of a trace has a weight in that trace's level
         h, level = t.meta["head"], t.meta["weight"]
@@ -69,7 +69,7 @@ def test_head_view_focus_keeps_one_querys_lines_and_cross_attention_uses_two_col
     layer = seed_trace.layer_weights("decoder.cross", 5)
     fig = viz.head_view(layer, list(seed_trace.target_tokens), list(seed_trace.source_tokens),
                         heads=[1], focus=2, min_weight=0.0)
-    lines = [t for t in fig.data if t.mode == "lines"]
+    lines = [t for t in fig.data if t.mode == "lines" and "weight" in t.meta]
     assert all(y == 2 for t in lines for y in list(t.y)[0::3])
     assert sum(len(t.x) // 3 for t in lines) == 6
     with pytest.raises(ValueError, match="head 9 is out of range"):
@@ -128,3 +128,40 @@ def test_complexity_curves_cross_at_n_equals_d():
     assert ((np.asarray(attention.y) < np.asarray(rnn.y)) == (n < 64)).all()
     with pytest.raises(ValueError):
         viz.complexity_curves(0, 5)
+
+
+def test_head_view_legend_names_every_head_in_its_colour_even_when_weights_are_low():
+    from viz.style import head_color, head_dash
+
+    n = 40
+    uniform = np.full((10, n, n), 1 / n)  # no weight reaches the darker levels
+    tokens = [f"t{i}" for i in range(n)]
+    fig = viz.head_view(uniform, tokens, tokens, heads=[0, 3, 9])
+    legend = [t for t in fig.data if t.showlegend is not False and t.mode == "lines"]
+    assert [t.name for t in legend] == ["head 0", "head 3", "head 9"]
+    for t in legend:
+        h = t.meta["head"]
+        assert t.line.color == head_color(h) and t.line.dash == head_dash(h)
+    assert head_dash(9) != head_dash(1) and head_color(9) == head_color(1)
+    lines = [t for t in fig.data if t.mode == "lines" and "weight" in t.meta]
+    assert lines and all(t.showlegend is False for t in lines)
+
+
+def test_head_view_height_is_bounded_and_crowded_labels_thinned():
+    n = 80
+    w = np.full((1, n, n), 1 / n)
+    tokens = [f"t{i}" for i in range(n)]
+    fig = viz.head_view(w, tokens, tokens, heads=[0])
+    assert fig.layout.height <= 900
+    left = [t for t in fig.data if t.mode == "markers+text"][0]
+    shown = [label for label in left.text if label]
+    assert 20 <= len(shown) < n  # thinned, not gone
+    assert list(left.hovertext) == tokens  # every token still named on hover
+    small = viz.head_view(w[:, :6, :6], tokens[:6], tokens[:6], heads=[0])
+    assert list([t for t in small.data if t.mode == "markers+text"][0].text) == tokens[:6]
+
+
+def test_tokens_made_of_whitespace_are_drawn_visibly():
+    fig = viz.attention_heatmap(np.full((3, 3), 1 / 3), ["a", " ", ""], ["a", "  ", " b"])
+    assert list(fig.layout.yaxis.ticktext) == ["a", "␣", "∅"]
+    assert list(fig.layout.xaxis.ticktext) == ["a", "␣␣", " b"]

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import axis_ticks, escape
-from .style import BAR_COLOR, GRID_COLOR, HIGHLIGHT_COLOR, PLOT_BACKGROUND
+from .style import BAR_COLOR, GRID_COLOR, HIGHLIGHT_COLOR, themed
 
 
 def distribution_bars(values, labels: Sequence[str], *, highlight: int | None = None,
@@ -39,9 +39,8 @@ def distribution_bars(values, labels: Sequence[str], *, highlight: int | None = 
         cliponaxis=False,
         hovertemplate=f"%{{customdata}}<br>{value_name} %{{x:.4f}}<extra></extra>"))
     fig.update_layout(title=title, height=max(220, 90 + 28 * len(labels)),
-                      plot_bgcolor=PLOT_BACKGROUND,
                       margin={"l": 90, "r": 40, "t": 50 if title else 20, "b": 40},
                       bargap=0.25)
     fig.update_xaxes(range=[0, 1.1], title_text=value_name, showgrid=True, gridcolor=GRID_COLOR)
     fig.update_yaxes(autorange="reversed", **axis_ticks(labels))
-    return fig
+    return themed(fig)

@@ -9,8 +9,8 @@ from .style import (
     ATTENTION_CURVE_COLOR,
     CURRENT_COLOR,
     GRID_COLOR,
-    PLOT_BACKGROUND,
     RNN_CURVE_COLOR,
+    themed,
 )
 
 
@@ -42,9 +42,9 @@ def complexity_curves(d_model: int, n_current: int, n_max: int | None = None) ->
                   annotation_text=f"this input: n = {n_current}",
                   annotation_position="bottom right")
     fig.update_layout(title=f"Operations per layer at d = {d_model}: attention is cheaper while "
-                            "n < d", height=400, plot_bgcolor=PLOT_BACKGROUND,
+                            "n < d", height=400,
                       margin={"l": 70, "r": 20, "t": 60, "b": 50},
                       legend={"orientation": "h", "y": -0.2})
     fig.update_xaxes(type="log", title_text="sequence length n", gridcolor=GRID_COLOR)
     fig.update_yaxes(type="log", title_text="operations", gridcolor=GRID_COLOR)
-    return fig
+    return themed(fig)

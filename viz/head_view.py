@@ -2,7 +2,9 @@
 
 Line opacity is the attention weight (quantised to a few levels so that a head needs only a
 few traces); weights under ``min_weight`` are not drawn. ``focus`` keeps only the lines of one
-query token.
+query token. Each head has a legend entry in its full colour and line style, whatever its
+weights. The figure's height is bounded: past about 40 tokens a side the rows draw closer and
+only every k-th token is labelled (every token keeps its marker and hover).
 """
 
 from __future__ import annotations
@@ -13,10 +15,20 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .labels import escape
-from .style import PLOT_BACKGROUND, TOKEN_MARKER_COLOR, TOKEN_MARKER_SIZE, head_color, rgba
+from .style import (
+    TOKEN_MARKER_COLOR,
+    TOKEN_MARKER_SIZE,
+    head_color,
+    head_dash,
+    rgba,
+    themed,
+)
 
 LEVELS = 8
 MAX_TOKENS = 160
+ROW_PX = 22  # the spacing of token rows while the figure fits MAX_HEIGHT
+MAX_HEIGHT = 900
+LABEL_PX = 14  # the least spacing between two labelled rows
 
 
 def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
@@ -34,8 +46,9 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
         title, left_title, right_title: titles.
 
     Returns:
-        a figure: per head up to ``LEVELS`` line traces (``name`` = ``head h``,
-        ``meta`` = ``{"head": h, "weight": level}``), then the two token columns.
+        a figure: per head a legend entry (``meta`` = ``{"head": h}``, no points) and up to
+        ``LEVELS`` line traces (``name`` = ``head h``, ``meta`` = ``{"head": h, "weight":
+        level}``), then the two token columns.
     """
     w = np.asarray(layer_weights, dtype=np.float64)
     if w.ndim != 3 or w.shape[1:] != (len(query_tokens), len(key_tokens)):
@@ -55,6 +68,10 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
     fig = go.Figure()
     queries = [focus] if focus is not None else range(n_q)
     for h in heads:
+        fig.add_trace(go.Scatter(
+            x=[None], y=[None], mode="lines", name=f"head {h}", legendgroup=f"head {h}",
+            meta={"head": h}, hoverinfo="skip",
+            line={"color": head_color(h), "width": 3, "dash": head_dash(h)}))
         level = np.minimum((w[h] * LEVELS).astype(int), LEVELS - 1)  # [query, key]
         for lv in range(LEVELS):
             xs, ys = [], []
@@ -64,23 +81,30 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
                     ys += [y_q[q], y_k[k], None]
             if xs:
                 fig.add_trace(go.Scatter(
-                    x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=lv == LEVELS - 1,
+                    x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
                     name=f"head {h}", legendgroup=f"head {h}", meta={"head": h, "weight": lv},
-                    line={"color": rgba(head_color(h), (lv + 1) / LEVELS), "width": 2}))
+                    line={"color": rgba(head_color(h), (lv + 1) / LEVELS), "width": 2,
+                          "dash": head_dash(h)}))
+    rows = max(n_q, n_k)
+    height = max(300, min(MAX_HEIGHT, 90 + ROW_PX * rows))
+    row_px = (height - 90) / max(rows, 1)
+    every = max(1, int(np.ceil(LABEL_PX / row_px)))  # label every k-th token when rows crowd
     for x, y, tokens, side in ((0, y_q, query_tokens, "left"), (1, y_k, key_tokens, "right")):
+        labels = escape(tokens)
+        shown = [label if i % every == 0 else "" for i, label in enumerate(labels)]
         fig.add_trace(go.Scatter(
-            x=[x] * len(tokens), y=y, mode="markers+text", text=escape(tokens),
+            x=[x] * len(tokens), y=y, mode="markers+text", text=shown, hovertext=labels,
             textposition="middle left" if side == "left" else "middle right",
             marker={"size": TOKEN_MARKER_SIZE, "color": TOKEN_MARKER_COLOR}, showlegend=False,
             name=f"{side} tokens",
             customdata=np.arange(len(tokens)),
-            hovertemplate="%{text} (position %{customdata})<extra></extra>"))
+            hovertemplate="%{hovertext} (position %{customdata})<extra></extra>"))
     fig.update_layout(
-        title=title, height=max(300, 90 + 22 * max(n_q, n_k)), plot_bgcolor=PLOT_BACKGROUND,
+        title=title, height=height, showlegend=True,
         margin={"l": 20, "r": 20, "t": 70, "b": 20}, legend={"orientation": "h", "y": 1.06},
         clickmode="event+select")
     fig.update_xaxes(range=[-0.8, 1.8], visible=False)
     fig.update_yaxes(range=[max(n_q, n_k), -1], visible=False)
     fig.add_annotation(x=0, y=-1, text=f"<b>{left_title}</b>", showarrow=False, yshift=10)
     fig.add_annotation(x=1, y=-1, text=f"<b>{right_title}</b>", showarrow=False, yshift=10)
-    return fig
+    return themed(fig)

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from .labels import axis_ticks, check_weights, escape
 from .pooling import block_factor, block_labels, pool_allowed, pool_weights
-from .style import MASK_COLOR, PLOT_BACKGROUND, SMALL_TICK_FONT, WEIGHT_SCALE
+from .style import MASK_COLOR, SMALL_TICK_FONT, WEIGHT_SCALE, themed
 
 HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"
 MASK_HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>masked (−∞ before softmax)" \
@@ -107,13 +107,13 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
     fig.update_layout(
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": "weight"}}},
-        height=max(320, 140 + cell * n_q), width=None, plot_bgcolor=PLOT_BACKGROUND,
+        height=max(320, 140 + cell * n_q), width=None,
         margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
     fig.update_xaxes(title_text=x_title, side="bottom", tickangle=-45,
                      showgrid=False, zeroline=False, **axis_ticks(key_tokens, special=special[1]))
     fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False,
                      zeroline=False, **axis_ticks(query_tokens, special=special[0]))
-    return fig
+    return themed(fig)
 
 
 def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
@@ -164,6 +164,6 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
     fig.update_layout(
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": "weight"}}},
-        height=height, plot_bgcolor=PLOT_BACKGROUND,
+        height=height,
         margin={"l": 70, "r": 30, "t": 70, "b": 50})
-    return fig
+    return themed(fig)

@@ -1,4 +1,5 @@
-"""Token labels for axes and hovers: HTML-escaped, thinned out on long axes."""
+"""Token labels for axes and hovers: HTML-escaped, whitespace made visible, thinned out on long
+axes."""
 
 from __future__ import annotations
 
@@ -10,9 +11,18 @@ import numpy as np
 from .style import SPECIAL_TOKEN_COLOR
 
 
+def visible(token: str) -> str:
+    """A token that is only spaces shows them as ``␣`` (an empty one as ``∅``); others as is."""
+    token = str(token)
+    if not token:
+        return "∅"
+    return token.replace(" ", "␣") if not token.strip() else token
+
+
 def escape(tokens: Sequence[str]) -> list[str]:
-    """Tokens made safe for Plotly's HTML-like text (``<bos>`` would otherwise vanish)."""
-    return [html.escape(str(t), quote=False) for t in tokens]
+    """Tokens made safe for Plotly's HTML-like text (``<bos>`` would otherwise vanish), with
+    whitespace-only tokens made visible."""
+    return [html.escape(visible(t), quote=False) for t in tokens]
 
 
 SPECIAL_STYLE = f"<span style='color:{SPECIAL_TOKEN_COLOR}'><i>{{}}</i></span>"

@@ -13,14 +13,15 @@ from .labels import axis_ticks, check_weights
 from .style import (
     ALLOWED_COLOR,
     CELL_FONT_SIZE,
+    CELL_TEXT_COLOR,
     DIVERGING_SCALE,
     MARK_FONT_SIZE,
     MASK_COLOR,
     NEG_INF_COLOR,
     NEG_INF_TEXT_COLOR,
-    PLOT_BACKGROUND,
     SMALL_TICK_FONT,
     WEIGHT_SCALE,
+    themed,
 )
 
 MAX_TOKENS = 96
@@ -84,10 +85,10 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
                                                         "size": CELL_FONT_SIZE})
                 fig.add_annotation(x=c, y=r, text="✓" if allowed[r, c] else "✗",
                                    showarrow=False, xref="x2", yref="y2",
-                                   font={"size": MARK_FONT_SIZE})
+                                   font={"size": MARK_FONT_SIZE, "color": CELL_TEXT_COLOR})
     size = max(220, min(330, 22 * max(n_q, n_k) + 60))
     fig.update_layout(
-        title=title, height=size + 150, plot_bgcolor=PLOT_BACKGROUND,
+        title=title, height=size + 150,
         margin={"l": 70, "r": 20, "t": 90, "b": 80},
         coloraxis={"colorscale": DIVERGING_SCALE, "reversescale": True, "cmin": -bound,
                    "cmax": bound,
@@ -102,4 +103,4 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
             "showticklabels": False}
         fig.update_yaxes(autorange="reversed", showgrid=False, tickfont=SMALL_TICK_FONT, row=1,
                          col=col, **y_ticks)
-    return fig
+    return themed(fig)

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .pooling import block_factor, pool_weights
-from .style import INVISIBLE, PLOT_BACKGROUND, WEIGHT_SCALE
+from .style import TRANSPARENT, WEIGHT_SCALE, themed
 
 
 def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
@@ -48,7 +48,7 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
          for layer in range(n_layers) for head in range(n_heads)], size=tile_px * 0.8))
     fig.update_layout(
         title=title, height=120 + tile_px * n_layers, width=max(420, 160 + tile_px * n_heads),
-        plot_bgcolor=PLOT_BACKGROUND, margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 40},
+        margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 40},
         coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
                    "colorbar": {"title": {"text": "weight"}, "len": 0.5}},
         clickmode="event+select")
@@ -60,7 +60,7 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
                                                  for layer in range(n_layers)],
                      ticktext=[f"L{layer}" for layer in range(n_layers)], autorange="reversed",
                      showgrid=False, zeroline=False)
-    return fig
+    return themed(fig)
 
 
 def click_targets(cells, size: float) -> go.Scatter:
@@ -70,6 +70,6 @@ def click_targets(cells, size: float) -> go.Scatter:
     return go.Scatter(
         x=xs, y=ys, mode="markers", name="open a head", showlegend=False,
         customdata=np.stack([layers, heads], axis=-1),
-        marker={"size": size, "symbol": "square", "color": INVISIBLE},
+        marker={"size": size, "symbol": "square", "color": TRANSPARENT},
         hovertemplate="layer %{customdata[0]} · head %{customdata[1]}: click to open"
                       "<extra></extra>")

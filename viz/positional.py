@@ -12,10 +12,10 @@ from .style import (
     DIVERGING_SCALE,
     GRID_COLOR,
     GUIDE_COLOR,
-    PLOT_BACKGROUND,
     POINT_MARKER_SIZE,
     SEQUENTIAL_SCALE,
     head_color,
+    themed,
 )
 
 
@@ -31,7 +31,7 @@ def sinusoidal_heatmap(table, title: str = "Sinusoidal table PE(pos, dim)") -> g
     fig.update_layout(title=title, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 50})
     fig.update_xaxes(title_text="dimension (fast ← → slow)")
     fig.update_yaxes(title_text="position", autorange="reversed")
-    return fig
+    return themed(fig)
 
 
 def clock_hands(table, dims: Sequence[int], title: str = "Fast and slow clock hands"
@@ -44,11 +44,10 @@ def clock_hands(table, dims: Sequence[int], title: str = "Fast and slow clock ha
     fig = go.Figure([go.Scatter(x=np.arange(table.shape[0]), y=table[:, d], mode="lines",
                                 name=f"dim {d}", line={"color": head_color(i)})
                      for i, d in enumerate(dims)])
-    fig.update_layout(title=title, height=360, margin={"l": 60, "r": 20, "t": 60, "b": 50},
-                      plot_bgcolor=PLOT_BACKGROUND)
+    fig.update_layout(title=title, height=360, margin={"l": 60, "r": 20, "t": 60, "b": 50})
     fig.update_xaxes(title_text="position", gridcolor=GRID_COLOR)
     fig.update_yaxes(title_text="PE value", range=[-1.1, 1.1], gridcolor=GRID_COLOR)
-    return fig
+    return themed(fig)
 
 
 def similarity_matrix(similarity, title: str, value_name: str = "similarity") -> go.Figure:
@@ -63,7 +62,7 @@ def similarity_matrix(similarity, title: str, value_name: str = "similarity") ->
     fig.update_layout(title=title, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 50})
     fig.update_xaxes(title_text="position", scaleanchor="y", constrain="domain")
     fig.update_yaxes(title_text="position", autorange="reversed", constrain="domain")
-    return fig
+    return themed(fig)
 
 
 def rope_circles(thetas, n_positions: int, title: str = "RoPE: one 2-D pair per frequency"
@@ -88,11 +87,11 @@ def rope_circles(thetas, n_positions: int, title: str = "RoPE: one 2-D pair per 
             name=f"θ = {theta:.3g} rad/position", line={"color": head_color(i), "width": 1},
             marker={"size": POINT_MARKER_SIZE}, customdata=positions,
             hovertemplate="position %{customdata}<extra>%{fullData.name}</extra>"))
-    fig.update_layout(title=title, height=460, plot_bgcolor=PLOT_BACKGROUND,
+    fig.update_layout(title=title, height=460,
                       margin={"l": 20, "r": 20, "t": 60, "b": 20})
     fig.update_xaxes(range=[-1.2, 1.2], visible=False, scaleanchor="y")
     fig.update_yaxes(range=[-1.2, 1.2], visible=False)
-    return fig
+    return themed(fig)
 
 
 def rope_offsets(scores, title: str = "RoPE: q·k depends only on the offset m − n"
@@ -108,7 +107,7 @@ def rope_offsets(scores, title: str = "RoPE: q·k depends only on the offset m �
     fig.update_layout(title=title, height=420, margin={"l": 60, "r": 20, "t": 60, "b": 50})
     fig.update_xaxes(title_text="key position n", scaleanchor="y", constrain="domain")
     fig.update_yaxes(title_text="query position m", autorange="reversed", constrain="domain")
-    return fig
+    return themed(fig)
 
 
 def rope_periods(periods, title: str) -> go.Figure:
@@ -117,8 +116,8 @@ def rope_periods(periods, title: str) -> go.Figure:
     fig = go.Figure(go.Scatter(x=np.arange(len(periods)), y=periods, mode="lines+markers",
                                hovertemplate="pair %{x}<br>%{y:.1f} positions per turn"
                                              "<extra></extra>"))
-    fig.update_layout(title=title, height=360, plot_bgcolor=PLOT_BACKGROUND,
+    fig.update_layout(title=title, height=360,
                       margin={"l": 70, "r": 20, "t": 60, "b": 50})
     fig.update_xaxes(title_text="pair i (dimensions 2i, 2i+1)", gridcolor=GRID_COLOR)
     fig.update_yaxes(title_text="positions per turn", type="log", gridcolor=GRID_COLOR)
-    return fig
+    return themed(fig)

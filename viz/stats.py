@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .model_view import click_targets
-from .style import PLOT_BACKGROUND, SEQUENTIAL_SCALE
+from .style import SEQUENTIAL_SCALE, themed
 
 
 def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
@@ -33,10 +33,10 @@ def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
     fig.update_layout(title={"text": f"{metric}<br><sup>{description}</sup>" if description
                              else metric, "y": 1, "yref": "container", "yanchor": "top",
                              "pad": {"t": 12}},
-                      height=max(320, 150 + 22 * n_layers), plot_bgcolor=PLOT_BACKGROUND,
+                      height=max(320, 150 + 22 * n_layers),
                       margin={"l": 60, "r": 20, "t": 120, "b": 40}, clickmode="event+select")
     fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(n_heads)),
                      side="top")
     fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(n_layers)),
                      autorange="reversed")
-    return fig
+    return themed(fig)
