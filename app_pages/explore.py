@@ -7,7 +7,7 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.common import kind_selector, load_run
-from model.analysis.views import layer_view
+from model.analysis.views import layer_view, query_rows, writes_words
 
 st.title("Explore attention")
 trace = load_run().trace
@@ -24,26 +24,29 @@ head = widgets.selectbox("Head", range(trace.n_heads), key="head", container=rig
                          format_func=lambda h: f"{h} (K/V head {trace.kv_head(h)})" if group > 1
                          else str(h))
 
-q_tokens, k_tokens = trace.axes(name)
+rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
 fit = st.toggle("Fit the colours to this layer", key="fit_colours",
                 help="Long inputs spread each row over many tokens, so weights are small; "
                      "this makes the largest weight of the layer the darkest.")
 view = layer_view(trace, name, layer, head, fit=fit)  # every head once, for both figures
 st.plotly_chart(
-    viz.attention_heatmap(view.weights, q_tokens, k_tokens, allowed=view.allowed,
-                          title=f"{name} · layer {layer} · head {head}",
-                          special=trace.special(name), zmax=view.zmax),
+    viz.attention_heatmap(view.weights, rows.labels, k_tokens, allowed=view.allowed,
+                          title=f"{name} · layer {layer} · head {head}", y_title=rows.title,
+                          special=(rows.special, trace.special(name)[1]), zmax=view.zmax,
+                          query_hover=rows.hover),
     key="head_heatmap")
-st.caption("Rows: the token that is looking (query). Columns: the token it looks at (key). "
-           "Each row sums to 1. Grey cells are masked: the model may not look there. Grey "
-           "italic labels are special tokens the tokenizer added.")
+st.caption(("Rows: the word the decoder is writing (it reads the word before). "
+            if writes_words(trace, name) else "Rows: the token that is looking (query). ")
+           + "Columns: the token it looks at (key). Each row sums to 1. Grey cells are masked: "
+             "the model may not look there. Grey italic labels are special tokens.")
 
 st.subheader(f"All {trace.n_heads} heads of layer {layer}")
 if group > 1:
     st.caption(f"Grouped-query attention: {trace.n_kv_heads} key/value heads, each shared by "
                f"{group} consecutive query heads.")
-st.plotly_chart(viz.heads_grid(view.layer_weights, q_tokens, k_tokens, allowed=view.allowed,
-                               cols=3 if trace.n_heads % 3 == 0 else 4, zmax=view.zmax),
+st.plotly_chart(viz.heads_grid(view.layer_weights, rows.labels, k_tokens, allowed=view.allowed,
+                               cols=3 if trace.n_heads % 3 == 0 else 4, zmax=view.zmax,
+                               query_hover=rows.hover),
                 key="heads_grid")
 st.caption(f"{trace.model} · {trace.family} · {trace.n_layers} layers × {trace.n_heads} heads"
            f"{f' ({trace.n_kv_heads} K/V)' if group > 1 else ''} · {trace.positional} positions"

@@ -8,7 +8,7 @@ import viz
 from app_pages import widgets
 from app_pages.common import kind_selector, load_run, window_selector
 from app_pages.events import clicked_token
-from model.analysis.views import window, window_weights
+from model.analysis.views import window, window_weights, writes_words
 from viz.style import head_label
 
 st.title("Head view")
@@ -23,20 +23,21 @@ heads = widgets.multiselect("Heads (each in its colour)", range(trace.n_heads), 
 q_tokens, k_tokens = trace.axes(name)
 start, stop = window_selector(max(len(q_tokens), len(k_tokens)), 80, key="hv_window")
 shown = window(trace, name, start, stop)
-labels = shown.query_labels
+labels = shown.query_labels  # "position: token" (decoder rows: the word written and read)
 if "hv_focus_clicked" in st.session_state:  # a click on a token in the last run
     st.session_state["hv_focus"] = st.session_state.pop("hv_focus_clicked")
 focus = widgets.selectbox("Focus on one token", [None, *range(len(labels))], key="hv_focus",
                           format_func=lambda i: "all tokens" if i is None else labels[i],
                           help="Or click a token in the left column.")
-titles = ("target", "source") if name == "decoder.cross" else ("query", "key")
+titles = ("target: word written", "source") if name == "decoder.cross" else (
+    ("word written", "word read") if writes_words(trace, name) else ("query", "key"))
 if not heads:
     st.info("Choose at least one head.")
     st.stop()
 event = st.plotly_chart(
     viz.head_view(window_weights(trace, name, layer, shown), shown.query_tokens,
                   shown.key_tokens, heads=heads, focus=focus, title=f"{name} · layer {layer}",
-                  left_title=titles[0], right_title=titles[1]),
+                  left_title=titles[0], right_title=titles[1], query_hover=labels),
     key="head_view", on_select="rerun", selection_mode="points")
 token = clicked_token(event)
 if token is not None and token != focus:

@@ -29,6 +29,7 @@ with explained_errors():
     panels = mask_panels(trace, name, layer, head, shown)
 st.plotly_chart(viz.mask_view(
     panels.scores, panels.allowed, panels.weights, shown.query_tokens, shown.key_tokens,
-    title=f"{name} · layer {layer} · head {head}"), key="mask_view")
+    title=f"{name} · layer {layer} · head {head}", query_hover=shown.query_labels,
+    special=(shown.query_special, shown.key_special)), key="mask_view")
 st.caption("① every query scores every key; ② the model's mask; ③ forbidden scores set to −∞ "
            "(dark grey); ④ softmax of each row: the forbidden cells get weight 0.")

@@ -17,6 +17,7 @@ from model.analysis.statistics import (
     span_attention,
     stats_table,
 )
+from model.analysis.views import query_rows
 
 st.title("Head statistics")
 run = load_run()
@@ -49,8 +50,10 @@ if not layers or not heads:
     st.info("Choose at least one layer and one head.")
     st.stop()
 mean = aggregate(trace, name, layers, heads)
-q_tokens, k_tokens = trace.axes(name)
+rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
+q_tokens = rows.labels
 st.plotly_chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.mask(name),
+                                      query_hover=rows.hover, y_title=rows.title,
                                       title="Weights averaged over the chosen layers and heads"),
                 key="aggregate")
 c3, c4 = st.columns(2)

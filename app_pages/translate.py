@@ -72,10 +72,13 @@ now = generation_step(trace, step, layer, None if head_choice == "average" else 
 col_self, col_cross = st.columns(2)
 with col_self:
     st.plotly_chart(viz.attention_heatmap(
-        now.self_weights, now.self_tokens, now.self_tokens, allowed=now.self_allowed,
-        title=f"Masked self-attention up to step {step}"), key="self_heatmap")
-    st.caption("Each row may look only at itself and earlier words: grey cells are masked "
-               "(−∞ before softmax, weight 0 after).")
+        now.self_weights, now.rows.labels[:step], now.self_keys, allowed=now.self_allowed,
+        query_hover=now.rows.hover[:step], y_title=now.rows.title,
+        x_title="key: the words read so far", title=f"Masked self-attention up to step {step}"),
+        key="self_heatmap")
+    st.caption("Each row is named by the word it writes and reads the word before it: it may "
+               "look only at the words read so far; grey cells are masked (−∞ before softmax, "
+               "weight 0 after).")
 with col_cross:
     st.plotly_chart(viz.distribution_bars(
         now.cross_row, now.source_tokens, highlight=now.cross_peak,
@@ -85,10 +88,10 @@ with col_cross:
 col_align, col_topk = st.columns(2)
 with col_align:
     st.plotly_chart(viz.attention_heatmap(
-        now.alignment, now.alignment_rows, now.source_tokens,
-        title="Alignment: word written × source word", x_title="English word",
-        y_title="step: word written"), key="alignment")
-    st.caption("Row t is the cross-attention of the step that wrote word t.")
+        now.alignment, now.rows.labels, now.source_tokens, query_hover=now.rows.hover,
+        special=(now.rows.special, ()), title="Alignment: word written × source word",
+        x_title="English word", y_title=now.rows.title), key="alignment")
+    st.caption("Each row is the cross-attention of the step that wrote that word.")
 with col_topk:
     st.plotly_chart(viz.distribution_bars(
         now.top_probabilities, now.top_words, highlight=now.top_chosen,

@@ -109,16 +109,20 @@ def test_layer_view_holds_the_layer_its_head_mask_and_fitted_ceiling(seed_trace)
 
 
 def test_windows_cut_queries_and_self_keys_but_keep_every_source_key(seed_trace):
+    own = window(seed_trace, "encoder.self", 2, 5)
+    assert own.query_tokens == own.key_tokens == ["sat", "on", "the"]
+    assert own.query_labels == ["2: sat", "3: on", "4: the"]
+    # decoder rows are named by the word they write: row 2 reads "cat" and writes "sat"
     own = window(seed_trace, "decoder.self", 2, 5)
-    assert own.query_tokens == own.key_tokens == ["cat", "sat", "on"]
-    assert own.query_labels == ["2: cat", "3: sat", "4: on"]
+    assert own.key_tokens == ["cat", "sat", "on"] and own.query_tokens == ["sat", "on", "the"]
+    assert own.query_labels[0] == "2: writes sat (reads cat)"
     np.testing.assert_array_equal(window_weights(seed_trace, "decoder.self", 1, own),
                                   seed_trace.layer_weights("decoder.self", 1)[:, 2:5, 2:5])
     panels = mask_panels(seed_trace, "decoder.self", 1, 3, own)
     np.testing.assert_array_equal(panels.scores, seed_trace.scores("decoder.self", 1, 3)[2:5, 2:5])
     np.testing.assert_array_equal(panels.allowed, np.tril(np.ones((3, 3), bool)))
     cross = window(seed_trace, "decoder.cross", 2, 5)
-    assert cross.query_tokens == ["cat", "sat", "on"]
+    assert cross.query_tokens == ["sat", "on", "the"]
     assert cross.key_tokens == list(seed_trace.source_tokens)
 
 
@@ -127,11 +131,12 @@ def test_a_generation_step_is_what_the_decoder_saw_and_chose():
     last = trace.layers("decoder.cross") - 1
     step = generation_step(trace, 4, last)
     assert step.chosen == "垫子" and step.so_far == ["猫", "坐", "在"]
-    assert step.self_weights.shape == (4, 4) and step.self_tokens[0] == "<bos>"
+    assert step.self_weights.shape == (4, 4) and step.self_keys[0] == "<bos>"
+    assert step.rows.labels[:4] == ["猫", "坐", "在", "垫子"]  # rows: the word each writes
     np.testing.assert_allclose(step.cross_row, trace.mean_weights("decoder.cross", last)[3])
     assert step.source_tokens[step.cross_peak] == "mat"
     assert step.top_words[step.top_chosen] == "垫子"
-    assert step.alignment_rows[3] == "4: 垫子"
+    assert step.rows.hover[3] == "3: writes 垫子 (reads 在)"
     one_head = generation_step(trace, 4, last, head=1)
     np.testing.assert_allclose(one_head.cross_row, trace.weights("decoder.cross", last, 1)[3])
     with pytest.raises(ValueError, match="step 7 is out of range 1..6"):

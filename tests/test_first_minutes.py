@@ -66,3 +66,24 @@ def test_choosing_an_example_translates_it():
     at.text_input(key="translate_text").set_value("The cat sat on the mat").run()
     assert any(m.value == "### 猫 坐 在 垫子 上" for m in at.markdown)
     assert np.isfinite(at.slider(key="step").value)
+
+
+def test_decoder_rows_are_the_word_written_on_explore_and_translate_alike():
+    from tests.helpers import figures, plotly_array
+
+    explore = app_test(model_choice="own-translator")
+    explore.selectbox(key="kind").set_value("decoder.cross").run()
+    explore.selectbox(key="layer").set_value(2).run()
+    heatmap = figures(explore)[0]
+    rows = heatmap["layout"]["yaxis"]["ticktext"]
+    assert rows[:5] == ["猫", "坐", "在", "垫子", "上"] and "eos" in rows[5]
+    assert heatmap["layout"]["yaxis"]["title"]["text"] == "query: the word being written"
+    hover = heatmap["data"][0]["customdata"]
+    assert hover[3][0][0] == "3: writes 垫子 (reads 在)"
+    translate = app_test("translate")
+    alignment = figures(translate)[2]
+    assert alignment["layout"]["yaxis"]["ticktext"] == rows
+    # the row that wrote 垫子 looks at "mat" on both pages
+    z = plotly_array(alignment["data"][0]["z"])
+    source = alignment["layout"]["xaxis"]["ticktext"]
+    assert source[int(np.argmax(z[3]))] == "mat"

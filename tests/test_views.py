@@ -84,13 +84,16 @@ def test_mask_view_panels_hold_scores_mask_minus_infinity_and_weights(seed_trace
     allowed = seed_trace.mask(name, layer)
     weights = seed_trace.weights(name, layer, head)
     fig = viz.mask_view(scores, allowed, weights, q, k)
-    raw, mask, masked, neg_inf, softmax = fig.data
+    raw, mask, masked, neg_inf, softmax, masked_weights = fig.data
     np.testing.assert_allclose(_z(raw), scores, atol=1e-6)
     np.testing.assert_array_equal(_z(mask), allowed.astype(float))
     assert np.isnan(_z(masked)[~allowed]).all()
     np.testing.assert_allclose(_z(masked)[allowed], scores[allowed], atol=1e-6)
     assert (_z(neg_inf)[~allowed] == 1).all() and neg_inf.name == "−∞"
     np.testing.assert_allclose(_z(softmax)[allowed], weights[allowed], atol=1e-7)
+    # the softmax panel draws forbidden cells grey, apart from a zero weight's white
+    assert np.isnan(_z(softmax)[~allowed]).all()
+    assert (_z(masked_weights)[~allowed] == 1).all() and np.isnan(_z(masked_weights)[allowed]).all()
     assert sum(a.text == "−∞" for a in fig.layout.annotations) == (~allowed).sum()
     assert list(fig.layout.xaxis.ticktext) == ["&lt;bos&gt;", *k[1:]]
     with pytest.raises(ValueError, match="does not match"):

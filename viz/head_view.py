@@ -33,8 +33,8 @@ LABEL_PX = 14  # the least spacing between two labelled rows
 
 def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
               heads: Sequence[int], focus: int | None = None, min_weight: float = 0.02,
-              title: str = "", left_title: str = "query", right_title: str = "key"
-              ) -> go.Figure:
+              title: str = "", left_title: str = "query", right_title: str = "key",
+              query_hover: Sequence[str] | None = None) -> go.Figure:
     """Token-to-token lines for the chosen heads of one layer.
 
     Args:
@@ -44,6 +44,7 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
         focus: a query index whose lines alone are drawn (None: every query).
         min_weight: lighter lines are left out.
         title, left_title, right_title: titles.
+        query_hover: what hovering a left-column token says (default: the token).
 
     Returns:
         a figure: per head a legend entry (``meta`` = ``{"head": h}``, no points) and up to
@@ -89,11 +90,16 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
     height = max(300, min(MAX_HEIGHT, 90 + ROW_PX * rows))
     row_px = (height - 90) / max(rows, 1)
     every = max(1, int(np.ceil(LABEL_PX / row_px)))  # label every k-th token when rows crowd
-    for x, y, tokens, side in ((0, y_q, query_tokens, "left"), (1, y_k, key_tokens, "right")):
+    if query_hover is not None and len(query_hover) != n_q:
+        raise ValueError(f"{len(query_hover)} query hovers for {n_q} queries")
+    columns = ((0, y_q, query_tokens, query_hover, "left"),
+               (1, y_k, key_tokens, None, "right"))
+    for x, y, tokens, hover, side in columns:
         labels = escape(tokens)
         shown = [label if i % every == 0 else "" for i, label in enumerate(labels)]
         fig.add_trace(go.Scatter(
-            x=[x] * len(tokens), y=y, mode="markers+text", text=shown, hovertext=labels,
+            x=[x] * len(tokens), y=y, mode="markers+text", text=shown,
+            hovertext=escape(hover) if hover is not None else labels,
             textposition="middle left" if side == "left" else "middle right",
             marker={"size": TOKEN_MARKER_SIZE, "color": TOKEN_MARKER_COLOR}, showlegend=False,
             name=f"{side} tokens",

@@ -23,9 +23,14 @@ MASK_HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>masked (−∞ b
              "<extra></extra>"
 
 
-def _hover_data(query_tokens: Sequence[str], key_tokens: Sequence[str]) -> np.ndarray:
-    """``[query, key, 2]`` strings: 'i: token' of the query and of the key of each cell."""
-    q = [f"{i}: {t}" for i, t in enumerate(escape(query_tokens))]
+def _hover_data(query_tokens: Sequence[str], key_tokens: Sequence[str],
+                query_hover: Sequence[str] | None = None) -> np.ndarray:
+    """``[query, key, 2]`` strings: 'i: token' of the query and of the key of each cell
+    (``query_hover`` replaces the queries' when given)."""
+    if query_hover is not None and len(query_hover) != len(query_tokens):
+        raise ValueError(f"{len(query_hover)} query hovers for {len(query_tokens)} queries")
+    q = escape(query_hover) if query_hover is not None else [
+        f"{i}: {t}" for i, t in enumerate(escape(query_tokens))]
     k = [f"{j}: {t}" for j, t in enumerate(escape(key_tokens))]
     grid = np.empty((len(q), len(k), 2), dtype=object)
     grid[..., 0] = np.array(q, dtype=object)[:, None]
@@ -75,7 +80,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
                       allowed=None, title: str = "", x_title: str = "key (attended to)",
                       y_title: str = "query (attending)", max_side: int = 256,
                       special: tuple[Sequence[int], Sequence[int]] = ((), ()),
-                      zmax: float = 1.0) -> go.Figure:
+                      zmax: float = 1.0, query_hover: Sequence[str] | None = None) -> go.Figure:
     """Heatmap of one head's attention.
 
     Args:
@@ -89,6 +94,8 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
             tokens (see :mod:`viz.pooling`) and the title says so.
         special: positions of special tokens on the query and key axes, drawn grey italic.
         zmax: the weight drawn darkest (1 by default; lower it to see long inputs' spread).
+        query_hover: what hovering a row says of its query (default ``"i: token"``); unused
+            when long axes are pooled into blocks.
 
     Returns:
         a figure whose first trace holds the weights (masked cells NaN) with a colour bar.
@@ -101,7 +108,9 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         weights, allowed, query_tokens, key_tokens, max_side)
     if note:
         title = f"{title}<br><sup>{note}</sup>" if title else note
-    fig = go.Figure(_head_traces(weights, allowed, _hover_data(query_tokens, key_tokens)))
+        query_hover = None
+    fig = go.Figure(_head_traces(weights, allowed,
+                                 _hover_data(query_tokens, key_tokens, query_hover)))
     n_q, n_k = weights.shape
     cell = max(6, min(48, 640 // max(n_q, n_k)))
     fig.update_layout(
@@ -118,7 +127,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
 
 def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
                allowed=None, cols: int = 4, title: str = "", max_side: int = 64,
-               zmax: float = 1.0) -> go.Figure:
+               zmax: float = 1.0, query_hover: Sequence[str] | None = None) -> go.Figure:
     """All heads of one layer as small heatmaps on one colour scale.
 
     Args:
@@ -129,6 +138,7 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         title: the figure's title.
         max_side: longest axis drawn cell by cell in each small heatmap; longer are pooled.
         zmax: the weight drawn darkest.
+        query_hover: what hovering a row says of its query (see :func:`attention_heatmap`).
 
     Returns:
         a figure with one weight trace per head (in head order, subplot titles ``head h``),
@@ -140,6 +150,7 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         layer_weights, allowed, query_tokens, key_tokens, max_side)
     if note:
         title = f"{title}<br><sup>{note}</sup>" if title else note
+        query_hover = None
     n_heads, n_q, n_k = layer_weights.shape
     cols = max(1, min(cols, n_heads))
     rows = math.ceil(n_heads / cols)
@@ -149,7 +160,7 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_heads)],
                         horizontal_spacing=0.05 if show_labels else 0.03,
                         vertical_spacing=min(0.3, gap_px / height) if rows > 1 else 0.1)
-    customdata = _hover_data(query_tokens, key_tokens)
+    customdata = _hover_data(query_tokens, key_tokens, query_hover)
     for h in range(n_heads):
         row, col = divmod(h, cols)
         for trace in _head_traces(layer_weights[h], allowed, customdata):

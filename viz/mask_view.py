@@ -29,7 +29,9 @@ PANELS = ("① scores QKᵀ/√dₖ", "② mask", "③ masked: −∞", "④ sof
 
 
 def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
-              key_tokens: Sequence[str], *, title: str = "") -> go.Figure:
+              key_tokens: Sequence[str], *, title: str = "",
+              query_hover: Sequence[str] | None = None,
+              special: tuple[Sequence[int], Sequence[int]] = ((), ())) -> go.Figure:
     """Four panels side by side: raw scores, the mask, masked scores and the softmax.
 
     Args:
@@ -38,10 +40,13 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
         weights: ``[query, key]`` weights after softmax.
         query_tokens, key_tokens: axis labels.
         title: the figure's title.
+        query_hover: what hovering a row says of its query (default ``"i: token"``).
+        special: positions of special tokens on the query and key axes, drawn grey italic.
 
     Returns:
         a figure whose traces are, in order: scores, mask, masked scores (−∞ cells NaN), the
-        −∞ layer (1 where masked), weights.
+        −∞ layer (1 where masked), weights (masked cells NaN) and, where anything is masked,
+        the grey layer of the masked weights.
     """
     scores = check_weights(scores, query_tokens, key_tokens)
     weights = check_weights(weights, query_tokens, key_tokens)
@@ -52,7 +57,7 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
     if max(n_q, n_k) > MAX_TOKENS:
         raise ValueError(f"the mask view draws at most {MAX_TOKENS} tokens a side; choose a "
                          f"window of the input")
-    custom = _hover_data(query_tokens, key_tokens)
+    custom = _hover_data(query_tokens, key_tokens, query_hover)
     finite = scores[np.isfinite(scores)]
     bound = float(np.abs(finite).max()) if finite.size else 1.0
     fig = make_subplots(rows=1, cols=4, subplot_titles=PANELS, horizontal_spacing=0.045)
@@ -76,6 +81,11 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
                              coloraxis="coloraxis2", hoverongaps=False, name="weights",
                              hovertemplate=hover + "weight %{z:.3f}<extra></extra>"),
                   row=1, col=4)
+    if not allowed.all():  # forbidden cells grey, apart from the white of a zero weight
+        fig.add_trace(go.Heatmap(z=np.where(allowed, np.nan, 1.0), customdata=custom,
+                                 showscale=False, colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]],
+                                 hovertemplate=hover + "masked: weight 0<extra></extra>",
+                                 name="masked", hoverongaps=False), row=1, col=4)
     if n_q * n_k <= 144:  # small enough to write −∞ and ✓/✗ in the cells
         for r in range(n_q):
             for c in range(n_k):
@@ -92,14 +102,15 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
         margin={"l": 70, "r": 20, "t": 90, "b": 80},
         coloraxis={"colorscale": DIVERGING_SCALE, "reversescale": True, "cmin": -bound,
                    "cmax": bound,
-                   "colorbar": {"title": {"text": "score"}, "x": 1.0, "len": 0.45, "y": 0.78}},
+                   "colorbar": {"title": {"text": "score"}, "x": 1.0, "len": 0.45, "y": 0.78,
+                                "nticks": 4}},
         coloraxis2={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
                     "colorbar": {"title": {"text": "weight"}, "x": 1.0, "len": 0.45,
-                                 "y": 0.22}})
+                                 "y": 0.22, "nticks": 4}})
     for col in range(1, 5):
         fig.update_xaxes(tickangle=-60, tickfont=SMALL_TICK_FONT, showgrid=False, row=1, col=col,
-                         **axis_ticks(key_tokens, max_labels=32))
-        y_ticks = axis_ticks(query_tokens, max_labels=32) if col == 1 else {
+                         **axis_ticks(key_tokens, max_labels=32, special=special[1]))
+        y_ticks = axis_ticks(query_tokens, max_labels=32, special=special[0]) if col == 1 else {
             "showticklabels": False}
         fig.update_yaxes(autorange="reversed", showgrid=False, tickfont=SMALL_TICK_FONT, row=1,
                          col=col, **y_ticks)

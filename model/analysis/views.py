@@ -14,6 +14,48 @@ from ..trace import AttentionTrace
 
 
 @dataclass(frozen=True)
+class Rows:
+    """How the query rows of an attention kind are named.
+
+    Decoder rows of an encoder-decoder model are named by the word they write: row t reads
+    input t (``<bos>``, 猫, …) and chooses word t + 1, so the cross-attention row that chose 垫子
+    is labelled 垫子, on every page. The last row writes the end token (or, where the trace
+    holds no steps, something unknown: ``…``). Other rows are named by their own token.
+
+    Attributes:
+        labels: one tick label per row.
+        hover: what hovering a row says (position, word written and word read).
+        special: rows drawn as special tokens (grey italic).
+        title: the axis title.
+    """
+
+    labels: list[str]
+    hover: list[str]
+    special: list[int]
+    title: str
+
+
+def writes_words(trace: AttentionTrace, name: str) -> bool:
+    """True when ``name``'s rows are named by the word they write (the decoder of an
+    encoder-decoder model)."""
+    return not trace.family.single_stack and name.startswith("decoder.")
+
+
+def query_rows(trace: AttentionTrace, name: str) -> Rows:
+    """The names of ``name``'s query rows (see :class:`Rows`)."""
+    q_tokens, _ = trace.axes(name)
+    special = trace.special(name)[0]
+    if not writes_words(trace, name):
+        return Rows(list(q_tokens), [f"{i}: {t}" for i, t in enumerate(q_tokens)], special,
+                    "query (attending)")
+    n = len(q_tokens)
+    written = written_words(trace) if len(trace.steps) == n else [*q_tokens[1:], "…"]
+    hover = [f"{t}: writes {w} (reads {r})" for t, (w, r) in enumerate(zip(written, q_tokens))]
+    rows_special = [t for t in range(n - 1) if t + 1 in special] + [n - 1]
+    return Rows(written, hover, rows_special, "query: the word being written")
+
+
+@dataclass(frozen=True)
 class LayerView:
     """One layer of one kind with a chosen head.
 
@@ -52,7 +94,10 @@ class Window:
     Attributes:
         start: the first query's position in the input.
         queries, keys: slices of the query and key axes.
-        query_tokens, key_tokens: the tokens in the window.
+        query_tokens, key_tokens: the rows' names (:func:`query_rows`) and the key tokens in
+            the window.
+        query_labels: what each row's hover says, positions counted in the whole input.
+        query_special, key_special: positions of special tokens inside the window.
     """
 
     start: int
@@ -60,11 +105,9 @@ class Window:
     keys: slice
     query_tokens: list[str]
     key_tokens: list[str]
-
-    @property
-    def query_labels(self) -> list[str]:
-        """``"position: token"`` of each query, positions counted in the whole input."""
-        return [f"{self.start + i}: {t}" for i, t in enumerate(self.query_tokens)]
+    query_labels: list[str]
+    query_special: list[int]
+    key_special: list[int]
 
 
 def window(trace: AttentionTrace, name: str, start: int, stop: int) -> Window:
@@ -76,7 +119,16 @@ def window(trace: AttentionTrace, name: str, start: int, stop: int) -> Window:
     queries = slice(start, min(stop, len(q_tokens)))
     keys = slice(start, min(stop, len(k_tokens))) if name.endswith(".self") else slice(
         0, len(k_tokens))
-    return Window(start, queries, keys, list(q_tokens[queries]), list(k_tokens[keys]))
+    rows = query_rows(trace, name)
+    k_special = trace.special(name)[1]
+    return Window(start, queries, keys, rows.labels[queries], list(k_tokens[keys]),
+                  rows.hover[queries], _inside(rows.special, queries),
+                  _inside(k_special, keys))
+
+
+def _inside(positions, cut: slice) -> list[int]:
+    """``positions`` that fall in ``cut``, counted from its start."""
+    return [p - cut.start for p in positions if cut.start <= p < cut.stop]
 
 
 def window_weights(trace: AttentionTrace, name: str, layer: int, view: Window) -> np.ndarray:
@@ -113,27 +165,28 @@ class GenerationStep:
     Attributes:
         step: 1-based; at step t the decoder has written t − 1 words and chooses word t.
         written: every word written, then ``<eos>``.
-        self_weights, self_allowed, self_tokens: masked self-attention of the target tokens up
-            to this step, ``[step, step]``.
+        rows: the decoder's rows, named by the word each writes (:func:`query_rows`).
+        self_weights, self_allowed: masked self-attention up to this step, ``[step, step]``:
+            rows ``rows.labels[:step]``, keys ``self_keys``.
+        self_keys: the decoder's input tokens up to this step (``<bos>``, 猫, …).
         cross_row: this step's cross-attention over the source, ``[source]``.
         cross_peak: the source position it weighs most.
         source_tokens: the source words.
-        alignment: cross-attention of every step, ``[step, source]``; row t wrote word t + 1.
-        alignment_rows: ``"t: word"`` labels of the alignment's rows (1-based).
+        alignment: cross-attention of every step, ``[step, source]``; its rows are ``rows``.
         top_words, top_probabilities: the step's most probable next words.
         top_chosen: the index in ``top_words`` of the word written (None if not among them).
     """
 
     step: int
     written: list[str]
+    rows: Rows
     self_weights: np.ndarray
     self_allowed: np.ndarray
-    self_tokens: list[str]
+    self_keys: list[str]
     cross_row: np.ndarray
     cross_peak: int
     source_tokens: list[str]
     alignment: np.ndarray
-    alignment_rows: list[str]
     top_words: list[str]
     top_probabilities: list[float]
     top_chosen: int | None
@@ -172,10 +225,10 @@ def generation_step(trace: AttentionTrace, step: int, layer: int,
     top = trace.steps[t].top_k
     words = [word for word, _ in top]
     return GenerationStep(
-        step=step, written=written, self_weights=self_w[:step, :step],
+        step=step, written=written, rows=query_rows(trace, "decoder.cross"),
+        self_weights=self_w[:step, :step],
         self_allowed=trace.mask("decoder.self", layer)[:step, :step],
-        self_tokens=list(trace.target_tokens[:step]), cross_row=cross_w[t],
+        self_keys=list(trace.target_tokens[:step]), cross_row=cross_w[t],
         cross_peak=int(cross_w[t].argmax()), source_tokens=list(trace.source_tokens),
-        alignment=cross_w, alignment_rows=[f"{i + 1}: {w}" for i, w in enumerate(written)],
-        top_words=words, top_probabilities=[p for _, p in top],
+        alignment=cross_w, top_words=words, top_probabilities=[p for _, p in top],
         top_chosen=words.index(written[t]) if written[t] in words else None)
