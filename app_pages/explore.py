@@ -7,7 +7,7 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.common import kind_selector, load_run
-from model.analysis.views import layer_view, query_rows, writes_words
+from model.analysis.views import FIT_ABOVE, layer_view, query_rows, writes_words
 
 st.title("Explore attention")
 trace = load_run().trace
@@ -25,10 +25,17 @@ head = widgets.selectbox("Head", range(trace.n_heads), key="head", container=rig
                          else str(h))
 
 rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
-fit = st.toggle("Fit the colours to this layer", key="fit_colours",
-                help="Long inputs spread each row over many tokens, so weights are small; "
-                     "this makes the largest weight of the layer the darkest.")
-view = layer_view(trace, name, layer, head, fit=fit)  # every head once, for both figures
+COLOUR_SCALES = {"auto": None, "full": False, "fit": True}
+scale = widgets.radio(
+    "Colour scale", list(COLOUR_SCALES), key="colour_scale", horizontal=True,
+    format_func={"auto": "automatic", "full": "0 to 1",
+                 "fit": "fitted to this layer"}.get,
+    help=f"Long inputs spread each row over many tokens, so every weight is small. Fitted, the "
+         f"layer's largest weight is the darkest; automatic fits past {FIT_ABOVE} tokens.")
+view = layer_view(trace, name, layer, head, fit=COLOUR_SCALES[scale])  # every head once
+if view.fitted:
+    st.caption(f"Colours fitted to this layer: the darkest cell is its largest weight, "
+               f"{view.zmax:.3f}.")
 st.plotly_chart(
     viz.attention_heatmap(view.weights, rows.labels, k_tokens, allowed=view.allowed,
                           title=f"{name} · layer {layer} · head {head}", y_title=rows.title,

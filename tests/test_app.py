@@ -139,7 +139,7 @@ def test_uploaded_files_are_decoded_as_utf8_or_explained():
 
 def test_fitting_the_colours_scales_both_figures_to_the_layers_largest_weight(seed_trace):
     at = _run_app()
-    at.toggle(key="fit_colours").set_value(True).run()
+    at.radio(key="colour_scale").set_value("fit").run()
     heatmap, grid = _figures(at)
     top = float(seed_trace.layer_weights("encoder.self", 0).max())
     assert heatmap["layout"]["coloraxis"]["cmax"] == pytest.approx(top)

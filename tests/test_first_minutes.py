@@ -87,3 +87,49 @@ def test_decoder_rows_are_the_word_written_on_explore_and_translate_alike():
     z = plotly_array(alignment["data"][0]["z"])
     source = alignment["layout"]["xaxis"]["ticktext"]
     assert source[int(np.argmax(z[3]))] == "mat"
+
+
+LONG = " ".join(f"w{i % 97}" for i in range(275))  # 275 words, each own-random's token
+
+
+def test_a_long_input_is_fitted_and_its_labels_thinned_to_what_fits():
+    from tests.helpers import figures
+    from viz.heatmap import PLOT_WIDTH_PX
+    from viz.labels import labels_that_fit
+
+    at = app_test(model_choice="own-random", text=LONG)
+    assert not at.exception
+    heatmap = figures(at)[0]
+    assert heatmap["layout"]["coloraxis"]["cmax"] < 1  # fitted by default above 32 tokens
+    assert any("fitted to this layer" in c.value for c in at.caption)
+    x_labels = heatmap["layout"]["xaxis"]["ticktext"]
+    assert 10 <= len(x_labels) <= labels_that_fit(PLOT_WIDTH_PX)
+    at.radio(key="colour_scale").set_value("full").run()
+    assert figures(at)[0]["layout"]["coloraxis"]["cmax"] == 1
+
+
+def test_rollout_can_leave_the_attention_sink_out_and_says_so():
+    from tests.helpers import figures, plotly_array
+
+    at = app_test("rollout", model_choice="own-random")
+    at.radio(key="ro_first").set_value("leave out").run()
+    fig = figures(at)[0]
+    z = plotly_array(fig["data"][0]["z"])
+    assert z.shape == (6, 5) and "first token left out" in fig["layout"]["title"]["text"]
+    np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-6)
+
+
+def test_leaving_the_first_token_out_rescales_what_is_left():
+    from model.analysis.rollout import first_token_share, without_first_token
+
+    sink = np.array([[1.0, 0.0, 0.0], [0.8, 0.2, 0.0], [0.9, 0.05, 0.05]])
+    assert first_token_share(sink) == pytest.approx(0.9)
+    np.testing.assert_allclose(without_first_token(sink), [[0, 0], [1, 0], [0.5, 0.5]])
+
+
+def test_the_off_diagonal_peak_skips_each_tokens_own_share():
+    from model.analysis.rollout import off_diagonal_peak
+
+    flow = np.array([[1.0, 0.0, 0.0], [0.3, 0.7, 0.0], [0.1, 0.2, 0.7]])
+    assert off_diagonal_peak(flow) == pytest.approx(0.3)
+    assert off_diagonal_peak(flow[:, 1:], key_offset=1) == pytest.approx(0.2)

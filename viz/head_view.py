@@ -107,7 +107,8 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
             hovertemplate="%{hovertext} (position %{customdata})<extra></extra>"))
     fig.update_layout(
         title=title, height=height, showlegend=True,
-        margin={"l": 20, "r": 20, "t": 70, "b": 20}, legend={"orientation": "h", "y": 1.06},
+        margin={"l": 20, "r": 20, "t": 90, "b": 20},
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
         clickmode="event+select")
     fig.update_xaxes(range=[-0.8, 1.8], visible=False)
     fig.update_yaxes(range=[max(n_q, n_k), -1], visible=False)

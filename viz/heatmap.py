@@ -14,10 +14,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .labels import axis_ticks, check_weights, escape
+from .labels import axis_ticks, check_weights, escape, labels_that_fit
 from .pooling import block_factor, block_labels, pool_allowed, pool_weights
 from .style import MASK_COLOR, SMALL_TICK_FONT, WEIGHT_SCALE, themed
 
+PLOT_WIDTH_PX = 600  # the narrowest plot area a heatmap gets on a 1024 px screen
 HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"
 MASK_HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>masked (−∞ before softmax)" \
              "<extra></extra>"
@@ -113,15 +114,17 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
                                  _hover_data(query_tokens, key_tokens, query_hover)))
     n_q, n_k = weights.shape
     cell = max(6, min(48, 640 // max(n_q, n_k)))
+    # Rows are `cell` px tall; the slanted column labels share a plot about 600 px wide.
+    y_labels, x_labels = labels_that_fit(cell * n_q), labels_that_fit(PLOT_WIDTH_PX)
     fig.update_layout(
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": "weight"}}},
         height=max(320, 140 + cell * n_q), width=None,
         margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
-    fig.update_xaxes(title_text=x_title, side="bottom", tickangle=-45,
-                     showgrid=False, zeroline=False, **axis_ticks(key_tokens, special=special[1]))
-    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False,
-                     zeroline=False, **axis_ticks(query_tokens, special=special[0]))
+    fig.update_xaxes(title_text=x_title, side="bottom", tickangle=-45, showgrid=False,
+                     zeroline=False, **axis_ticks(key_tokens, x_labels, special=special[1]))
+    fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, zeroline=False,
+                     **axis_ticks(query_tokens, y_labels, special=special[0]))
     return themed(fig)
 
 

@@ -28,6 +28,14 @@ def escape(tokens: Sequence[str]) -> list[str]:
 SPECIAL_STYLE = f"<span style='color:{SPECIAL_TOKEN_COLOR}'><i>{{}}</i></span>"
 
 
+LABEL_PX = 16  # the least room a horizontal label's line, or a slanted label, needs
+
+
+def labels_that_fit(pixels: float) -> int:
+    """How many labels fit along ``pixels`` without overlapping (at least one)."""
+    return max(1, int(pixels // LABEL_PX))
+
+
 def axis_ticks(tokens: Sequence[str], max_labels: int = 64, special=()) -> dict:
     """Axis settings placing token labels at integer positions.
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .heatmap import _hover_data
-from .labels import axis_ticks, check_weights
+from .labels import axis_ticks, check_weights, labels_that_fit
 from .style import (
     ALLOWED_COLOR,
     CELL_FONT_SIZE,
@@ -25,6 +25,7 @@ from .style import (
 )
 
 MAX_TOKENS = 96
+PANEL_PX = 150
 PANELS = ("① scores QKᵀ/√dₖ", "② mask", "③ masked: −∞", "④ softmax")
 
 
@@ -107,10 +108,12 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
         coloraxis2={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
                     "colorbar": {"title": {"text": "weight"}, "x": 1.0, "len": 0.45,
                                  "y": 0.22, "nticks": 4}})
+    # Four panels share the width (about 150 px each on a 1024 px screen) and `size` px of height.
+    x_labels, y_labels = labels_that_fit(PANEL_PX), labels_that_fit(size - 60)
     for col in range(1, 5):
         fig.update_xaxes(tickangle=-60, tickfont=SMALL_TICK_FONT, showgrid=False, row=1, col=col,
-                         **axis_ticks(key_tokens, max_labels=32, special=special[1]))
-        y_ticks = axis_ticks(query_tokens, max_labels=32, special=special[0]) if col == 1 else {
+                         **axis_ticks(key_tokens, x_labels, special=special[1]))
+        y_ticks = axis_ticks(query_tokens, y_labels, special=special[0]) if col == 1 else {
             "showticklabels": False}
         fig.update_yaxes(autorange="reversed", showgrid=False, tickfont=SMALL_TICK_FONT, row=1,
                          col=col, **y_ticks)

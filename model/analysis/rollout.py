@@ -35,3 +35,38 @@ def rollout(trace: AttentionTrace, name: str, residual: float = 0.5) -> np.ndarr
         result = mixed @ result
         out[layer] = result
     return out
+
+
+SINK_SHARE = 0.5  # a first-token column holding more than this much of the weight hides the rest
+
+
+def first_token_share(flow: np.ndarray) -> float:
+    """The mean weight a ``[query, key]`` matrix puts on the first key (an attention sink)."""
+    return float(np.asarray(flow)[:, 0].mean())
+
+
+def off_diagonal_peak(flow: np.ndarray, key_offset: int = 0) -> float:
+    """The largest weight of a ``[query, key]`` rollout off its diagonal (the residual keeps
+    each token's own share large; fitting colours to the rest shows where information moved).
+
+    Args:
+        key_offset: the position of the first column (1 once the first token is left out).
+    """
+    flow = np.asarray(flow, dtype=np.float64)
+    q, k = np.indices(flow.shape)
+    rest = np.where(q == k + key_offset, -np.inf, flow)
+    peak = float(rest.max()) if rest.size else 0.0
+    return max(peak, 1e-6)
+
+
+def without_first_token(flow: np.ndarray) -> np.ndarray:
+    """``[query, key]`` without the first key's column, each row rescaled to sum to 1 over the
+    remaining keys (a row with nothing left is all zeros): what the rest of the attention
+    looks like once the sink is set aside.
+
+    Returns:
+        float64 ``[query, key - 1]``.
+    """
+    rest = np.asarray(flow, dtype=np.float64)[:, 1:]
+    total = rest.sum(axis=-1, keepdims=True)
+    return np.divide(rest, total, out=np.zeros_like(rest), where=total > 0)

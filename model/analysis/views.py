@@ -64,27 +64,35 @@ class LayerView:
         weights: the chosen head's ``[query, key]``.
         allowed: the layer's mask, bool ``[query, key]``.
         zmax: the weight drawn darkest: 1, or the layer's largest weight when fitted.
+        fitted: whether the colours were fitted to the layer.
     """
 
     layer_weights: np.ndarray
     weights: np.ndarray
     allowed: np.ndarray
     zmax: float
+    fitted: bool
+
+
+FIT_ABOVE = 32  # keys: past this many, rows spread thin and colours are fitted by default
 
 
 def layer_view(trace: AttentionTrace, name: str, layer: int, head: int,
-               fit: bool = False) -> LayerView:
+               fit: bool | None = None) -> LayerView:
     """Every head of ``layer`` once, the chosen ``head``, the mask and the colour ceiling.
 
     Args:
         fit: make the layer's largest weight the darkest colour (long inputs spread each row
-            thin, so every weight is small).
+            thin, so every weight is small); None fits when there are more than
+            :data:`FIT_ABOVE` keys.
     """
     layer_weights = trace.layer_weights(name, layer)  # [head, query, key]
     if not 0 <= head < len(layer_weights):
         raise ValueError(f"head {head} is out of range 0..{len(layer_weights) - 1}")
+    if fit is None:
+        fit = layer_weights.shape[-1] > FIT_ABOVE
     zmax = float(max(layer_weights.max(), 1e-6)) if fit else 1.0
-    return LayerView(layer_weights, layer_weights[head], trace.mask(name, layer), zmax)
+    return LayerView(layer_weights, layer_weights[head], trace.mask(name, layer), zmax, fit)
 
 
 @dataclass(frozen=True)
