@@ -12,20 +12,26 @@ import streamlit as st
 
 import model
 from app_pages import widgets
-from model import AttentionTrace, Family, LoadedModel
+from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
+from model.analysis.tokens import token_notes
 
-DEFAULT_MODEL = "own-random"
+DEFAULT_MODEL = "own-translator"
 DEFAULT_TEXT = "The cat sat on the mat"
 DEVICES = ("auto", "cpu", "cuda")
 OTHER = "other…"
 MODEL_HELP = {
-    "own-random": "the seed's default encoder-decoder, random weights (fixed seed); its "
-                  "vocabulary is built from your text",
-    "own-translator": "the project's small English→Chinese translator",
-    "minilm": "all-MiniLM-L6-v2: a 6-layer BERT encoder (12 heads)",
-    "smollm2": "SmolLM2-135M-Instruct: a 30-layer Llama decoder, 9 query / 3 key-value heads",
+    "own-translator": "the lesson's encoder-decoder, trained to translate a small English "
+                      "vocabulary into Chinese (The cat sat on the mat → 猫 坐 在 垫子 上)",
+    "own-random": "the lesson's full-size encoder-decoder (512 wide, 8 heads, 6 + 6 layers) "
+                  "with random weights; its vocabulary is built from your text",
+    "minilm": "all-MiniLM-L6-v2: a pretrained 6-layer BERT encoder (12 heads) for any English "
+              "text",
+    "smollm2": "SmolLM2-135M-Instruct: a pretrained 30-layer Llama decoder, 9 query / 3 "
+               "key-value heads, for any text",
     OTHER: "a Hugging Face hub id (needs network) or a local checkpoint folder or .gguf file",
 }
+# Models whose weights were never trained: their attention shows structure, not meaning.
+RANDOM_WEIGHTS = ("own-random",)
 KIND_LABELS = {
     "encoder.self": "encoder self-attention",
     "decoder.self": "decoder masked self-attention",
@@ -45,24 +51,31 @@ def sidebar(with_text: bool = True) -> None:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
     with st.sidebar:
-        choices = (*model.BUNDLED, OTHER)
-        choice = widgets.selectbox("Model", choices, key="model_choice",
-                                   index=choices.index(DEFAULT_MODEL),
-                              help="\n".join(f"- **{c}**: {h}" for c, h in MODEL_HELP.items()))
+        choices = (DEFAULT_MODEL, *(m for m in model.BUNDLED if m != DEFAULT_MODEL), OTHER)
+        choice = widgets.selectbox(
+            "Model", choices, key="model_choice",
+            help="\n".join(f"- **{c}**: {h}" for c, h in MODEL_HELP.items()))
         st.caption(MODEL_HELP[choice])
         if choice == OTHER:
             st.text_input("Hub id or local path", key="model_other",
                           placeholder="e.g. gpt2, ./my-checkpoint, ~/models/tiny.gguf")
-        widgets.radio("Device", DEVICES, key="device", horizontal=True,
-                 help="auto runs on CUDA when this machine has a GPU, else on the CPU.")
         if with_text:
-            st.text_area("Text", DEFAULT_TEXT, key="text", height=100,
-                         help="Type or paste text; it is tokenised as the model does.")
+            uploaded = st.session_state.get("upload") is not None
+            st.text_area("Text", DEFAULT_TEXT, key="text", height=100, disabled=uploaded,
+                         help="Type or paste text (Ctrl+Enter to apply); it is tokenised as the "
+                              "model does. While a file is loaded, the file is analysed "
+                              "instead.")
             st.file_uploader("…or upload a text file", type=["txt", "md"], key="upload",
-                             help="UTF-8 text; while a file is loaded it replaces the box above.")
+                             help="UTF-8, or GB18030/GBK as Chinese Windows saves it. While a "
+                                  "file is loaded it replaces the box above; remove it (×) to "
+                                  "type again.")
             st.text_input("Target text (encoder-decoder models, optional)", key="target",
-                          help="Teacher-forced output. Leave empty to trace the model's own "
-                               "greedy output.")
+                          placeholder="e.g. 猫 坐 在 垫子 上",
+                          help="The output the decoder is fed word by word (teacher forcing). "
+                               "Leave it empty to trace the model's own output. For "
+                               "own-translator: Chinese words separated by spaces.")
+        widgets.radio("Device", DEVICES, key="device", horizontal=True,
+                      help="auto runs on CUDA when this machine has a GPU, else on the CPU.")
 
 
 def settings() -> tuple[str, str]:
@@ -72,21 +85,68 @@ def settings() -> tuple[str, str]:
     return spec, st.session_state.get("device", "auto")
 
 
-def decode_upload(data: bytes, name: str = "the file") -> str:
-    """Text of an uploaded file: UTF-8 (a byte-order mark is dropped), or a clear error."""
+def decode_upload(data: bytes, name: str = "the file") -> tuple[str, str]:
+    """Text of an uploaded file and the encoding it was read in: UTF-8 (a byte-order mark is
+    dropped), else GB18030 (which covers GBK and GB2312, common for Chinese text saved on
+    Windows), else a clear error."""
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8-sig"), "UTF-8"
     except UnicodeDecodeError as error:
-        raise ValueError(f"{name} is not UTF-8 text (byte {error.start} cannot be read); save "
-                         f"it as UTF-8 and upload it again") from None
+        position = error.start
+    try:
+        return data.decode("gb18030"), "GB18030"
+    except UnicodeDecodeError:
+        raise ValueError(f"{name} is neither UTF-8 nor GB18030/GBK text (byte {position} cannot "
+                         f"be read); save it as UTF-8 and upload it again") from None
 
 
 def current_text() -> str:
     """The text to analyse: an uploaded file's, else the text box's."""
     upload = st.session_state.get("upload")
     if upload is not None:
-        return decode_upload(upload.getvalue(), upload.name)
+        return decode_upload(upload.getvalue(), upload.name)[0]
     return st.session_state.get("text", DEFAULT_TEXT)
+
+
+# What the own models with a fixed vocabulary read, for messages about unknown words.
+READS = {"own-translator": ("English words", "The cat sat on the mat",
+                            "Chinese words separated by spaces", "猫 坐 在 垫子 上")}
+
+
+def describe_error(spec: str) -> Callable[[ValueError], str]:
+    """A message for an expected error of ``spec``: unknown words say which text held them,
+    what the model reads and an example; anything else is the error's own text."""
+
+    def describe(error: ValueError) -> str:
+        if not isinstance(error, UnknownWordsError):
+            return str(error)
+        words = ", ".join(f"“{w}”" for w in error.words)
+        source, source_example, target, target_example = READS.get(
+            spec, ("words of its vocabulary", "", "words of its vocabulary", ""))
+        if error.side == "target":
+            return (f"The target text holds words {spec} does not know: {words}. It writes "
+                    f"{target}, for example “{target_example}”. Nothing was dropped.")
+        example = f", for example “{source_example}”" if source_example else ""
+        return (f"{spec} does not know: {words}. It reads {source}{example}; the Translate "
+                f"page lists its vocabulary. Nothing was dropped. For any text, choose minilm "
+                f"or smollm2 in the sidebar.")
+
+    return describe
+
+
+def show_token_notes(run: Run) -> None:
+    """Warn where the tokenizer lost ([UNK]) or split (byte pieces) part of the input."""
+    for note in token_notes(run.trace):
+        examples = " ".join(note.examples) + (" …" if note.count > len(note.examples) else "")
+        if note.kind == "unknown":
+            st.warning(f"{note.count} of {note.total} tokens are [UNK]: {run.key.spec} has no "
+                       f"token for {examples or 'part of the text'}. Attention to an [UNK] says "
+                       f"nothing about the text it replaced; this model's vocabulary does not "
+                       f"cover it (it may have been trained on another language or script).")
+        else:
+            st.info(f"{note.count} characters ({examples}) are split over several tokens, "
+                    f"labelled like {note.examples[0]}[1/3]: {run.key.spec} reads them as bytes, "
+                    f"so one character's attention is spread over its pieces.")
 
 
 class RunKey(NamedTuple):
@@ -130,23 +190,32 @@ def load_run() -> Run:
     spec, device = settings()
     with explained_errors():
         text = current_text()
-    if st.session_state.get("upload") is not None:
-        st.caption(f"Analysing the uploaded file {st.session_state['upload'].name} "
-                   f"({len(text):,} characters).")
+    upload = st.session_state.get("upload")
+    if upload is not None:
+        encoding = decode_upload(upload.getvalue(), upload.name)[1]
+        note = (" Read as GB18030 (GBK), the usual encoding of Chinese text on Windows; if the "
+                "characters look wrong, save the file as UTF-8." if encoding == "GB18030" else "")
+        st.caption(f"Analysing the uploaded file {upload.name} ({len(text):,} characters).{note}")
     target = st.session_state.get("target", "").strip() or None
     if not spec:
         st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
         st.stop()
     with explained_errors(f"Could not load {spec}: "):
         loaded = get_model(spec, device)
+    if spec in RANDOM_WEIGHTS:
+        st.info(f"{spec} has random weights: it was never trained, so its attention shows "
+                f"positions and repeated words, not meaning. own-translator, minilm and smollm2 "
+                f"are trained.", icon="🎲")
     if not text.strip():
         st.info("Type some text in the sidebar to see its attention.")
         st.stop()
     if loaded.family is not Family.ENCODER_DECODER:
         target = None
     key = RunKey(spec, device, text, target)
-    with explained_errors():
-        return Run(key, loaded, get_trace(*key))
+    with explained_errors(describe=describe_error(spec)):
+        run = Run(key, loaded, get_trace(*key))
+    show_token_notes(run)
+    return run
 
 
 def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:

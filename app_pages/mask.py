@@ -1,4 +1,4 @@
-"""Causal mask (seed 3.4 step 2a): scores, the mask, −∞ above the diagonal, then softmax."""
+"""Causal mask (lesson §3.4, step 2a): scores, the mask, −∞ above the diagonal, then softmax."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from model.analysis.views import mask_panels, window
 st.title("Causal mask")
 st.markdown("A decoder writing word *t* may not look at words after *t*: their scores become "
             "**−∞** before the softmax, so their weights are exactly **0**. The mask is "
-            "lower-triangular (seed 3.4); padding and sliding windows forbid more.")
+            "lower-triangular (lesson §3.4, the decoder's mask); padding and sliding windows "
+            "forbid more.")
 trace = load_run().trace
 kinds = [n for n in trace.names if n == "decoder.self"] or list(trace.names)
 c1, c2, c3 = st.columns([2, 1, 1])

@@ -25,10 +25,13 @@ class PageSpec:
     default: bool = False
 
 
+START = "Start"
 LOOK = "Look at attention"
 PARTS = "Understand the parts"
 PAGES = (
-    PageSpec("app_pages/explore.py", "Explore", "🔍", LOOK, default=True),
+    PageSpec("app_pages/start.py", "Start here", "👋", START, reads_text=False, default=True),
+    PageSpec("app_pages/translate.py", "Translate", "🈯", START, reads_text=False),
+    PageSpec("app_pages/explore.py", "Explore", "🔍", START),
     PageSpec("app_pages/model_view.py", "Model view", "🧱", LOOK),
     PageSpec("app_pages/head_view.py", "Head view", "🔗", LOOK),
     PageSpec("app_pages/mask.py", "Causal mask", "🎭", LOOK),
@@ -36,5 +39,4 @@ PAGES = (
     PageSpec("app_pages/stats.py", "Head statistics", "📊", LOOK),
     PageSpec("app_pages/positions.py", "Positions", "🕰️", PARTS, reads_text=False),
     PageSpec("app_pages/shapes.py", "Shapes and costs", "📐", PARTS),
-    PageSpec("app_pages/translate.py", "Translate", "🈯", PARTS, reads_text=False),
 )

@@ -16,8 +16,8 @@ from model.analysis.positions import (
 )
 
 st.title("Positional encodings")
-st.markdown("Attention itself ignores order (seed 3.4): shuffle the words and every pair still "
-            "meets. Positions must be put in by hand.")
+st.markdown("Attention itself ignores order (lesson §3.4, step 0): shuffle the words and every "
+            "pair still meets. Positions must be put in by hand.")
 
 st.header("Sinusoidal: a watch with fast and slow hands")
 c1, c2 = st.columns(2)
@@ -57,7 +57,7 @@ if spec:
             info["similarity"], f"Learned position embeddings ({info['parameter']}): cosine "
                                 "similarity", "cosine"), key="model_similarity")
     elif "table" in info:
-        st.caption("The own models add the seed's sinusoidal table shown above.")
+        st.caption("The own models add the lesson's sinusoidal table shown above.")
     else:
         st.caption("Its positions enter through a relative bias inside attention (T5): there is "
                    "no table to draw.")

@@ -1,4 +1,4 @@
-"""Shapes and costs of the current run (seed 3.5 and 3.8)."""
+"""Shapes and costs of the current run (lesson §3.5 and §3.8)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ run = load_run()
 trace, d = run.trace, run.model.dims
 st.markdown(f"**{trace.model}**: d_model {d.d_model}, {d.n_heads} heads of d_head "
             f"{d.d_head}, {d.n_kv_heads} key/value heads, FFN {d.d_ff}.")
-st.subheader("Tensor shapes of this run (seed 3.5)")
+st.subheader("Tensor shapes of this run (lesson §3.5, following the shapes)")
 st.dataframe(pd.DataFrame(stage_shapes(d, trace), columns=["stage", "shape", "note"]),
              hide_index=True)
 
@@ -33,7 +33,7 @@ cols = st.columns(4)
 for col, key in zip(cols, ("attention", "ffn", "embeddings", "other")):
     col.metric(key, f"{split[key] / 1e6:.2f} M", f"{split[key] / split['total']:.0%} of all",
                delta_color="off")
-st.caption("Seed 3.5: the FFN holds about 2/3 of a layer's parameters; attention routes, the "
+st.caption("Lesson §3.5: the FFN holds about 2/3 of a layer's parameters; attention routes, the "
            "FFN stores.")
 
 st.subheader("Memory for this input")
@@ -44,10 +44,10 @@ c1.metric("attention weights, all layers and heads", _size(costs["attention_byte
 c2.metric("KV cache for generation", _size(costs["kv_cache_bytes"]), delta_color="off")
 c3.metric("KV cache without GQA", _size(costs["kv_cache_bytes_without_gqa"]),
           delta_color="off")
-st.caption("Doubling the text quadruples the attention weights (O(n²), seed 3.8); grouped-query "
+st.caption("Doubling the text quadruples the attention weights (O(n²), lesson §3.8); grouped-query "
            "attention divides the KV cache by the number of query heads per K/V head.")
 
-st.subheader("Complexity (seed 4.8)")
+st.subheader("Complexity (lesson §4.8)")
 st.plotly_chart(viz.complexity_curves(d.d_model, longest_axis(trace)), key="complexity")
 st.caption("Self-attention costs n²·d per layer, a recurrent layer n·d²: while the text is "
            "shorter than the model is wide, attention does less work.")

@@ -7,21 +7,12 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.cache import get_model, get_trace
-from app_pages.common import explained_errors, settings
-from model import UnknownWordsError
+from app_pages.common import describe_error, explained_errors, settings
 from model.analysis.views import generation_step, written_words
 
 SPEC = "own-translator"
 EXAMPLES = ("The cat sat on the mat", "The cat chased the mouse because it was hungry",
             "The small dog slept under the table yesterday")
-
-
-def _unknown_words(error: ValueError) -> str:
-    if not isinstance(error, UnknownWordsError):
-        return str(error)
-    return ("The translator does not know: " + ", ".join(f"“{w}”" for w in error.words)
-            + ". Nothing was dropped: replace these words with words from the vocabulary "
-              "above.")
 
 
 st.title("Translate English → Chinese")
@@ -46,7 +37,7 @@ text = st.text_input("English sentence", key="translate_text")
 if not text.strip():
     st.info("Type an English sentence made of the vocabulary's words.")
     st.stop()
-with explained_errors(describe=_unknown_words):
+with explained_errors(describe=describe_error(SPEC)):
     trace = get_trace(SPEC, device, text)
 
 written = written_words(trace)  # words 1..n, then <eos>

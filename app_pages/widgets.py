@@ -1,9 +1,11 @@
 """Widgets that survive their options changing.
 
 A browser (or the session) can hold a widget's old value after its options change: another
-model has fewer heads, another text fewer tokens or steps. Before drawing, each wrapper here
-forgets a remembered value its new options do not hold, so the widget falls back to its
-default instead of returning something out of range.
+model has fewer heads or no encoder, another text fewer tokens or steps. Before drawing, each
+wrapper here replaces a remembered value its new options do not hold with a valid one (the
+default, the values still offered, or the nearest end of a range). Writing it through session
+state, rather than forgetting it, makes Streamlit send the new value to the browser, which would
+otherwise keep showing the old one.
 """
 
 from __future__ import annotations
@@ -13,11 +15,6 @@ from collections.abc import Sequence
 import streamlit as st
 
 
-def _forget(key: str) -> None:
-    if key in st.session_state:
-        del st.session_state[key]
-
-
 def _holds(options: Sequence, value) -> bool:
     try:
         return value in options
@@ -25,53 +22,63 @@ def _holds(options: Sequence, value) -> bool:
         return False
 
 
-def selectbox(label: str, options, *, key: str, container=st, index: int = 0, **kwargs):
-    """``st.selectbox`` whose remembered value is dropped when ``options`` lost it."""
-    options = list(options)
+def _replace_invalid(key: str, options: Sequence, default) -> None:
     if key in st.session_state and not _holds(options, st.session_state[key]):
-        _forget(key)
-    return container.selectbox(label, options, index=min(index, max(len(options) - 1, 0)),
-                               key=key, **kwargs)
+        st.session_state[key] = default
 
 
-def multiselect(label: str, options, *, key: str, default=(), container=st, **kwargs):
-    """``st.multiselect`` that keeps only remembered values ``options`` still holds."""
+def selectbox(label: str, options, *, key: str, container=st, index: int = 0, **kwargs):
+    """``st.selectbox`` whose remembered value falls back to ``options[index]`` when the
+    options lost it."""
     options = list(options)
-    if key in st.session_state:
-        remembered = st.session_state[key]
-        if not isinstance(remembered, list | tuple) or not all(
-                _holds(options, v) for v in remembered):
-            _forget(key)
-    default = [v for v in default if _holds(options, v)]
-    return container.multiselect(label, options, default=default, key=key, **kwargs)
-
-
-def slider(label: str, min_value, max_value, value, *, key: str, container=st, **kwargs):
-    """``st.slider`` (one value or a range) whose remembered value must lie in the new range."""
-    if key in st.session_state:
-        remembered = st.session_state[key]
-        values = remembered if isinstance(remembered, list | tuple) else (remembered,)
-        shape_ok = isinstance(value, tuple) == isinstance(remembered, list | tuple)
-        try:
-            inside = all(min_value <= v <= max_value for v in values)
-        except TypeError:
-            inside = False
-        if not (shape_ok and inside):
-            _forget(key)
-    return container.slider(label, min_value, max_value, value, key=key, **kwargs)
+    index = min(index, max(len(options) - 1, 0))
+    if options:
+        _replace_invalid(key, options, options[index])
+    return container.selectbox(label, options, index=index, key=key, **kwargs)
 
 
 def radio(label: str, options, *, key: str, container=st, index: int = 0, **kwargs):
-    """``st.radio`` whose remembered value is dropped when ``options`` lost it."""
+    """``st.radio`` whose remembered value falls back to ``options[index]``."""
     options = list(options)
-    if key in st.session_state and not _holds(options, st.session_state[key]):
-        _forget(key)
+    if options:
+        _replace_invalid(key, options, options[index])
     return container.radio(label, options, index=index, key=key, **kwargs)
 
 
 def select_slider(label: str, options, value, *, key: str, container=st, **kwargs):
-    """``st.select_slider`` whose remembered value must be one of ``options``."""
+    """``st.select_slider`` whose remembered value falls back to ``value``."""
     options = list(options)
-    if key in st.session_state and not _holds(options, st.session_state[key]):
-        _forget(key)
+    _replace_invalid(key, options, value)
     return container.select_slider(label, options, value, key=key, **kwargs)
+
+
+def multiselect(label: str, options, *, key: str, default=(), container=st, **kwargs):
+    """``st.multiselect`` that keeps the remembered values ``options`` still offers."""
+    options = list(options)
+    default = [v for v in default if _holds(options, v)]
+    if key in st.session_state:
+        remembered = st.session_state[key]
+        if not isinstance(remembered, list | tuple):
+            st.session_state[key] = default
+        elif not all(_holds(options, v) for v in remembered):
+            st.session_state[key] = [v for v in remembered if _holds(options, v)]
+    return container.multiselect(label, options, default=default, key=key, **kwargs)
+
+
+def slider(label: str, min_value, max_value, value, *, key: str, container=st, **kwargs):
+    """``st.slider`` (one value or a range) whose remembered value is moved into the new range
+    (a range keeps its order; a value of the wrong shape falls back to ``value``)."""
+    if key in st.session_state:
+        remembered = st.session_state[key]
+        is_range = isinstance(value, tuple)
+        try:
+            if is_range != isinstance(remembered, list | tuple):
+                raise TypeError
+            values = tuple(remembered) if is_range else (remembered,)
+            clamped = tuple(min(max(v, min_value), max_value) for v in values)
+        except TypeError:
+            st.session_state[key] = value
+        else:
+            if clamped != values:
+                st.session_state[key] = clamped if is_range else clamped[0]
+    return container.slider(label, min_value, max_value, value, key=key, **kwargs)

@@ -11,10 +11,17 @@ class ModelLoadError(ValueError):
 
 
 class UnknownWordsError(ValueError):
-    """Text holds words outside a model's fixed vocabulary; ``words`` lists every one of them,
-    in order, without repeats."""
+    """Text holds words outside a model's fixed vocabulary.
 
-    def __init__(self, words: Sequence[str]):
+    Attributes:
+        words: every unknown word, in order, without repeats.
+        side: ``"source"`` or ``"target"`` when the model knows which text held them (an
+            encoder-decoder reads two vocabularies), else None.
+    """
+
+    def __init__(self, words: Sequence[str], side: str | None = None):
         self.words = list(dict.fromkeys(words))
+        self.side = side
+        vocabulary = f"the {side} vocabulary" if side else "the vocabulary"
         super().__init__(
-            "not in the vocabulary: " + ", ".join(repr(w) for w in self.words))
+            f"not in {vocabulary}: " + ", ".join(repr(w) for w in self.words))

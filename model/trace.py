@@ -59,6 +59,8 @@ class AttentionTrace:
             generated.
         special_positions: positions of special tokens (``[CLS]``, ``<bos>``) per token axis
             (``tokens``, or ``source`` and ``target``).
+        unknown: per token axis, the positions of unknown tokens (``[UNK]``: the tokenizer had
+            no token for that text) and the input text each replaced (``""`` where unknown).
         meta: further JSON-able facts; the models write :data:`model.facts.FACT_KEYS`. A
             ``"special"`` entry (how older exports kept special positions) moves to
             ``special_positions``.
@@ -80,6 +82,7 @@ class AttentionTrace:
     dtype: str = "float32"
     steps: tuple[Step, ...] = ()
     special_positions: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    unknown: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -127,17 +130,25 @@ class AttentionTrace:
         if not all(isinstance(step, Step) for step in steps):
             raise TypeError("steps must be model.facts.Step records")
         object.__setattr__(self, "steps", steps)
-        special = {}
-        for axis, positions in dict(self.special_positions).items():
-            if axis not in family.axis_names:
-                raise ValueError(f"special positions for {axis!r}: a {family} trace has the "
-                                 f"token axes {family.axis_names}")
-            n = len(getattr(self, TOKEN_FIELDS[axis][0]))
-            positions = tuple(int(p) for p in positions)
-            if any(not 0 <= p < n for p in positions):
-                raise ValueError(f"special positions {positions} fall outside {n} {axis}")
-            special[axis] = positions
+        special = {axis: tuple(self._check_positions(axis, positions, "special positions"))
+                   for axis, positions in dict(self.special_positions).items()}
         object.__setattr__(self, "special_positions", special)
+        unknown = {}
+        for axis, texts in dict(self.unknown).items():
+            positions = self._check_positions(axis, texts, "unknown tokens")
+            unknown[axis] = {p: str(texts[key]) for p, key in zip(positions, texts)}
+        object.__setattr__(self, "unknown", unknown)
+
+    def _check_positions(self, axis: str, positions, what: str) -> list[int]:
+        """``positions`` as ints, checked against the length of token axis ``axis``."""
+        if axis not in self.family.axis_names:
+            raise ValueError(f"{what} for {axis!r}: a {self.family} trace has the token axes "
+                             f"{self.family.axis_names}")
+        n = len(getattr(self, TOKEN_FIELDS[axis][0]))
+        positions = [int(p) for p in positions]
+        if any(not 0 <= p < n for p in positions):
+            raise ValueError(f"{what} {positions} fall outside {n} {axis}")
+        return positions
 
     # --- addressing ---------------------------------------------------------------------
 
@@ -284,6 +295,8 @@ class AttentionTrace:
             "device": self.device,
             "dtype": self.dtype,
             "special": {axis: list(p) for axis, p in self.special_positions.items()},
+            "unknown": {axis: {str(p): text for p, text in texts.items()}
+                        for axis, texts in self.unknown.items()},
             "steps": [step.to_dict() for step in self.steps],
         }
 
@@ -314,5 +327,6 @@ class AttentionTrace:
         for derived in ("n_layers", "layers"):
             meta.pop(derived, None)
         steps = tuple(Step.from_dict(record) for record in meta.pop("steps", []))
-        return cls(family=family, attention=attention, meta=meta, steps=steps, **fields,
-                   **kwargs)
+        unknown = meta.pop("unknown", {})
+        return cls(family=family, attention=attention, meta=meta, steps=steps, unknown=unknown,
+                   **fields, **kwargs)

@@ -210,3 +210,31 @@ def chromium_page(width: int = 1280, height: int = 800, color_scheme: str = "lig
             yield page
         finally:
             browser.close()
+
+
+def choose_model(page, spec: str) -> None:
+    """Choose ``spec`` in the sidebar's Model box."""
+    choose(page, "Model", spec)
+
+
+def choose(page, label: str, option: str) -> None:
+    """Choose ``option`` in the select box labelled ``label``."""
+    page.get_by_role("combobox", name=label, exact=True).first.click()
+    page.get_by_role("option", name=option, exact=True).click()
+    page.wait_for_timeout(500)
+
+
+def selected(page, label: str) -> str:
+    """What the select box labelled ``label`` shows."""
+    return page.get_by_role("combobox", name=label, exact=True).first.input_value()
+
+
+def wait_for_run(page) -> None:
+    """Until the page's run is over: no running status and no spinner (a model loading), twice
+    in a row (a new page's run may start a moment after the click)."""
+    idle = ("!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+            " && !document.querySelector('[data-testid=\"stSpinner\"]')")
+    for _ in range(2):
+        page.wait_for_timeout(700)
+        page.wait_for_function(idle, timeout=240_000)
+    page.wait_for_timeout(1000)

@@ -1,4 +1,5 @@
-"""The served app in headless Chromium: the Explore page draws a readable heatmap."""
+"""The served app in headless Chromium: the landing, Explore in both themes and on a long input,
+Translate, deep links, clicks between views, uploads."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHROMIUM, ROOT, chromium_page, served_app
+from tests.helpers import (
+    CHROMIUM,
+    ROOT,
+    choose,
+    choose_model,
+    chromium_page,
+    selected,
+    served_app,
+    wait_for_run,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -21,7 +31,7 @@ SHOTS = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "screenshots"))
 def test_explore_page_shows_the_seed_sentence_heatmap_with_six_distinct_labels():
     SHOTS.mkdir(parents=True, exist_ok=True)
     with served_app() as url, chromium_page() as page:
-        page.goto(url, wait_until="networkidle")
+        page.goto(f"{url}/explore", wait_until="networkidle")
         page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
         page.wait_for_timeout(1500)
         first_plot = page.locator(".js-plotly-plot").first
@@ -64,7 +74,7 @@ def test_a_deep_link_on_a_fresh_server_runs_inside_the_apps_frame():
         page.wait_for_selector("[data-testid='stSidebarNav']", timeout=120_000)
         nav = page.locator("[data-testid='stSidebarNav'] a").all_text_contents()
         names = [re.sub(r"^\W+", "", n.strip()) for n in nav]
-        assert names[0] == "Explore" and "Translate" in names and "Causal mask" in names
+        assert names[:3] == ["Start here", "Translate", "Explore"] and "Causal mask" in names
         # the frame's shared sidebar is there too
         page.get_by_text("Device", exact=True).first.wait_for(timeout=60_000)
 
@@ -79,14 +89,14 @@ def test_clicking_a_model_view_tile_opens_that_head_in_explore():
     with served_app() as url, chromium_page() as page:
         page.goto(f"{url}/model_view", wait_until="networkidle")
         box = _plot_area(page)
-        # own-random encoder: 6 layers × 8 heads of 6×6 cells with 1-cell gaps
-        x = box["x"] + box["width"] * (3 * 7 + 2.5) / 56
-        y = box["y"] + box["height"] * (2 * 7 + 2.5) / 42
+        # own-translator's encoder: 3 layers × 4 heads of 6×6 cells with 1-cell gaps
+        x = box["x"] + box["width"] * (2 * 7 + 2.5) / 28
+        y = box["y"] + box["height"] * (1 * 7 + 2.5) / 21
         page.mouse.move(x, y)
         page.wait_for_timeout(300)
         page.mouse.click(x, y)
-        page.get_by_text("encoder.self · layer 2 · head 3").wait_for(timeout=60_000)
-        assert not page.url.endswith("/model_view")  # Explore is the app's root page
+        page.get_by_text("encoder.self · layer 1 · head 2").wait_for(timeout=60_000)
+        assert page.url.endswith("/explore")
         page.get_by_test_id("stSidebarNav").get_by_text("Model view", exact=True).click()
         page.wait_for_timeout(3000)
         assert page.url.endswith("/model_view")  # the old click does not fire again
@@ -111,16 +121,37 @@ def test_clicking_a_token_in_the_head_view_isolates_its_lines():
 
 def test_an_uploaded_text_file_is_analysed(tmp_path):
     upload = tmp_path / "story.txt"
-    upload.write_text("A dog slept under the table", encoding="utf-8")
+    upload.write_text("The dog slept under the table", encoding="utf-8")
     with served_app() as url, chromium_page() as page:
-        page.goto(url, wait_until="networkidle")
+        page.goto(f"{url}/explore", wait_until="networkidle")
         page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
         page.get_by_test_id("stSidebar").locator("input[type='file']").set_input_files(
             str(upload))
         page.get_by_text("Analysing the uploaded file story.txt").wait_for(timeout=60_000)
         # the caption comes before the figure in the same run: wait for the figure to redraw
         page.wait_for_function(
-            "document.querySelector('.js-plotly-plot .xtick text')?.textContent === 'A'",
-            timeout=60_000)
+            "document.querySelector('.js-plotly-plot .xtick text')?.textContent === 'dog'"
+            " || document.querySelectorAll('.js-plotly-plot .xtick text')[1]?.textContent"
+            " === 'dog'", timeout=60_000)
         labels = page.locator(".js-plotly-plot").first.locator(".xtick text").all_text_contents()
-        assert labels == ["A", "dog", "slept", "under", "the", "table"]
+        assert labels == ["The", "dog", "slept", "under", "the", "table"]
+        assert page.get_by_role("textbox", name="Text", exact=True).is_disabled()
+
+
+def test_after_switching_models_the_selectors_show_what_the_page_draws():
+    """Issue 9: smollm2's head 8 and "K/V head" labels stayed on screen after switching to a
+    model with fewer heads, while the page drew another head."""
+    with served_app() as url, chromium_page() as page:
+        page.goto(f"{url}/explore", wait_until="networkidle")
+        page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+        choose_model(page, "smollm2")
+        wait_for_run(page)
+        choose(page, "Head", "8 (K/V head 2)")
+        wait_for_run(page)
+        choose_model(page, "own-translator")
+        wait_for_run(page)
+        kind, layer, head = (selected(page, label) for label in ("Attention", "Layer", "Head"))
+        assert kind.startswith("decoder.self") and head == "0"
+        title = page.locator(".js-plotly-plot .gtitle").first.text_content()
+        assert title == f"decoder.self · layer {layer} · head 0"
+        assert page.locator("[data-testid='stException']").count() == 0

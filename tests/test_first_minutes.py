@@ -35,7 +35,7 @@ def test_a_remembered_value_out_of_the_new_range_falls_back_to_a_valid_one(page,
 
 
 def test_switching_to_a_model_with_fewer_heads_keeps_explore_on_a_head_it_has():
-    at = app_test(model_choice="own-random")
+    at = app_test("explore", model_choice="own-random")
     at.selectbox(key="kind").set_value("decoder.cross").run()
     at.selectbox(key="layer").set_value(5).run()
     at.selectbox(key="head").set_value(7).run()
@@ -71,7 +71,7 @@ def test_choosing_an_example_translates_it():
 def test_decoder_rows_are_the_word_written_on_explore_and_translate_alike():
     from tests.helpers import figures, plotly_array
 
-    explore = app_test(model_choice="own-translator")
+    explore = app_test("explore", model_choice="own-translator")
     explore.selectbox(key="kind").set_value("decoder.cross").run()
     explore.selectbox(key="layer").set_value(2).run()
     heatmap = figures(explore)[0]
@@ -97,7 +97,7 @@ def test_a_long_input_is_fitted_and_its_labels_thinned_to_what_fits():
     from viz.heatmap import PLOT_WIDTH_PX
     from viz.labels import labels_that_fit
 
-    at = app_test(model_choice="own-random", text=LONG)
+    at = app_test("explore", model_choice="own-random", text=LONG)
     assert not at.exception
     heatmap = figures(at)[0]
     assert heatmap["layout"]["coloraxis"]["cmax"] < 1  # fitted by default above 32 tokens
@@ -133,3 +133,76 @@ def test_the_off_diagonal_peak_skips_each_tokens_own_share():
     flow = np.array([[1.0, 0.0, 0.0], [0.3, 0.7, 0.0], [0.1, 0.2, 0.7]])
     assert off_diagonal_peak(flow) == pytest.approx(0.3)
     assert off_diagonal_peak(flow[:, 1:], key_offset=1) == pytest.approx(0.2)
+
+
+def test_the_app_opens_on_a_landing_that_says_what_to_click():
+    from app_pages.navigation import PAGES
+    from tests.helpers import figures
+
+    at = app_test()
+    assert not at.exception
+    assert at.title[0].value == "Attention Explorer"
+    text = " ".join(m.value for m in at.markdown)
+    assert "attention" in text and "Text" in text  # what it is, and where to type
+    links = [link.proto.label for link in at.get("page_link")]
+    assert links[:2] == ["Watch a translation", "Explore one head"]
+    (alignment,) = figures(at)
+    assert alignment["layout"]["yaxis"]["ticktext"][:5] == ["猫", "坐", "在", "垫子", "上"]
+    assert [p.title for p in PAGES[:3]] == ["Start here", "Translate", "Explore"]
+    assert at.selectbox(key="model_choice").value == "own-translator"  # a trained default
+
+
+def test_a_model_with_random_weights_says_so_on_the_page():
+    random = app_test("explore", model_choice="own-random")
+    assert any("random weights" in info.value for info in random.info)
+    trained = app_test("explore", model_choice="own-translator")
+    assert not any("random weights" in info.value for info in trained.info)
+
+
+def test_captions_name_the_lesson_not_a_seed():
+    import re
+
+    from tests.helpers import ROOT
+
+    for page in sorted((ROOT / "app_pages").glob("*.py")):
+        shown = re.findall(r'"[^"\n]*"', page.read_text(encoding="utf-8"))
+        assert not [s for s in shown if re.search(r"\b[Ss]eed \d", s)], page.name
+
+
+def test_english_only_models_say_what_they_read_when_given_chinese():
+    at = app_test("explore", model_choice="own-translator", text="猫坐在垫子上")
+    message = at.error[0].value
+    assert "“猫坐在垫子上”" in message and "reads English words" in message
+    assert "The cat sat on the mat" in message
+    at = app_test("explore", model_choice="own-translator", target="猫坐在垫子上")
+    message = at.error[0].value
+    assert "target" in message and "separated by spaces" in message
+    assert "猫 坐 在 垫子 上" in message
+
+
+def test_characters_split_into_byte_pieces_are_pointed_out(tiny_checkpoints):
+    at = app_test("explore", model_choice="other…", model_other=str(tiny_checkpoints["llama"]),
+                  text="The dog 狗 sat")  # 狗 is not in the tiny tokenizer's merges
+    assert not at.exception
+    notes = " ".join(i.value for i in at.info)
+    assert "split over several tokens" in notes and "狗" in notes
+
+
+def test_unknown_tokens_are_counted_with_the_text_they_replaced():
+    from model import AttentionTrace
+    from model.analysis.tokens import token_notes
+
+    weights = np.full((1, 1, 4, 4), 0.25, dtype=np.float32)
+    trace = AttentionTrace(model="m", family="encoder-only", attention={"encoder.self": weights},
+                           n_heads=1, n_kv_heads=1, tokens=["[CLS]", "[UNK]", "cat", "[UNK]"],
+                           ids=[1, 0, 5, 0], unknown={"tokens": {1: "猫", 3: "狗"}})
+    (note,) = token_notes(trace)
+    assert (note.kind, note.count, note.total, note.examples) == ("unknown", 2, 4, ["猫", "狗"])
+
+
+@pytest.mark.slow
+def test_minilm_warns_when_chinese_characters_become_unknown():
+    at = app_test("explore", model_choice="minilm", text="猫坐在垫子上 the cat")
+    warning = " ".join(w.value for w in at.warning)
+    # minilm knows 子 and 上 but not 猫, 坐, 在 or 垫
+    assert "4 of 10 tokens are [UNK]" in warning and "猫 坐 在 垫." in warning

@@ -34,7 +34,8 @@ RULES = {
 RUNTIME = {
     "model": {"streamlit", "viz", "app_pages"},
     "model.analysis.costs, model.analysis.positions, model.analysis.rollout, "
-    "model.analysis.statistics, model.analysis.views": {"streamlit", "transformers"},
+    "model.analysis.statistics, model.analysis.views, model.analysis.tokens": {
+        "streamlit", "transformers"},
     "model.own.adapter, model.own.translator, model.own.train": {"transformers", "streamlit"},
     "model.trace, model.store, model.facts, model.interface, model.errors": {
         "torch", "transformers", "streamlit"},

@@ -167,7 +167,7 @@ def test_steps_are_typed_and_survive_the_export(tmp_path):
 
 def test_every_trace_exports_the_same_meta_keys(own_random, tiny_models, tmp_path):
     expected = {*FACT_KEYS, "model", "family", "n_layers", "layers", "n_heads", "n_kv_heads",
-                "positional", "device", "dtype", "special", "steps"}
+                "positional", "device", "dtype", "special", "unknown", "steps"}
     for name, loaded in _models(own_random, tiny_models).items():
         path = loaded.trace(SEED_SENTENCE).save(tmp_path / f"{name}.npz")
         with np.load(path) as data:

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHROMIUM, ROOT, chromium_page, served_app
+from tests.helpers import (
+    CHROMIUM,
+    ROOT,
+    choose_model,
+    chromium_page,
+    served_app,
+    wait_for_run,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,31 +51,17 @@ OVERLAPS_JS = """
 """
 
 
-def _choose_model(page, spec: str) -> None:
-    sidebar = page.get_by_test_id("stSidebar")
-    sidebar.get_by_test_id("stSelectbox").first.click()
-    page.get_by_role("option", name=spec, exact=True).click()
-    page.wait_for_timeout(500)
-
-
-def _wait_for_run(page) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                           timeout=240_000)
-    page.wait_for_timeout(1200)
-
-
 @pytest.mark.parametrize("spec", ["smollm2", "own-translator"])
 def test_every_view_renders_readably(spec):
     SHOTS.mkdir(parents=True, exist_ok=True)
     with served_app() as url, chromium_page(1280, 800) as page:
         page.goto(url, wait_until="networkidle")
         page.wait_for_selector(".js-plotly-plot", timeout=120_000)
-        _choose_model(page, spec)
-        _wait_for_run(page)
+        choose_model(page, spec)
+        wait_for_run(page)
         for view in VIEWS:
             page.get_by_test_id("stSidebarNav").get_by_text(view, exact=True).click()
-            _wait_for_run(page)
+            wait_for_run(page)
             assert page.locator("[data-testid='stException']").count() == 0, view
             assert page.locator(".js-plotly-plot").count() >= 1, view
             overlaps = page.evaluate(OVERLAPS_JS)
@@ -80,3 +73,60 @@ def test_every_view_renders_readably(spec):
                 plots.nth(1).scroll_into_view_if_needed()
                 page.wait_for_timeout(400)
                 page.screenshot(path=str(SHOTS / f"{spec}-{slug}-2.png"))
+
+
+PARAGRAPH = ("The cat sat on the mat because it was tired after chasing the mouse around the old "
+             "house all morning, and the dog watched from the sofa while the rain fell. ") * 7
+
+
+def _plot_background_is_transparent(page) -> bool:
+    return page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot .bg')]
+        .every(r => ['rgba(0, 0, 0, 0)', 'transparent'].includes(getComputedStyle(r).fill)
+                    || getComputedStyle(r).fillOpacity === '0')""")
+
+
+def test_first_minutes_landing_dark_theme_and_a_long_input():
+    """Issue 9's screenshots: the landing at 1920×1080, Explore in the dark theme, and a
+    275-token paragraph on Explore and the head view (smollm2), with no overlapping labels."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with served_app() as url:
+        with chromium_page(1920, 1080) as page:
+            page.goto(url, wait_until="networkidle")
+            page.wait_for_selector(".js-plotly-plot .ytick text", timeout=120_000)
+            wait_for_run(page)
+            page.get_by_text("Watch a translation").first.wait_for()
+            assert page.locator("[data-testid='stException']").count() == 0
+            assert not page.evaluate(OVERLAPS_JS)
+            page.screenshot(path=str(SHOTS / "landing-1920.png"))
+        with chromium_page(1280, 900, color_scheme="dark") as page:
+            page.goto(f"{url}/explore", wait_until="networkidle")
+            page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
+            wait_for_run(page)
+            background = page.evaluate("getComputedStyle(document.querySelector("
+                                       "'[data-testid=\"stApp\"]')).backgroundColor")
+            assert background != "rgb(255, 255, 255)"  # the dark theme is on
+            assert _plot_background_is_transparent(page)
+            page.screenshot(path=str(SHOTS / "explore-dark.png"))
+        with chromium_page(1280, 900) as page:
+            page.goto(f"{url}/explore", wait_until="networkidle")
+            page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+            choose_model(page, "smollm2")
+            wait_for_run(page)
+            box = page.get_by_role("textbox", name="Text", exact=True)
+            box.fill(PARAGRAPH.strip())
+            box.press("Control+Enter")
+            page.wait_for_function(
+                "document.querySelectorAll('.js-plotly-plot .xtick text').length > 10",
+                timeout=240_000)
+            wait_for_run(page)
+            assert page.get_by_text("Colours fitted to this layer").count() == 1
+            assert not page.evaluate(OVERLAPS_JS)
+            page.screenshot(path=str(SHOTS / "long-explore.png"))
+            page.get_by_test_id("stSidebarNav").get_by_text("Head view", exact=True).click()
+            wait_for_run(page)
+            assert page.locator("[data-testid='stException']").count() == 0
+            plot = page.locator(".js-plotly-plot").first
+            plot.scroll_into_view_if_needed()
+            page.wait_for_timeout(500)
+            assert plot.bounding_box()["height"] <= 920
+            page.screenshot(path=str(SHOTS / "long-head-view.png"))

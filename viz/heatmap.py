@@ -121,7 +121,10 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
                                 "colorbar": {"title": {"text": "weight"}}},
         height=max(320, 140 + cell * n_q), width=None,
         margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
-    fig.update_xaxes(title_text=x_title, side="bottom", tickangle=-45, showgrid=False,
+    # Slanted labels need room for their length; on a thinned long axis they stand upright, one
+    # line height apart.
+    angle = -45 if n_k <= x_labels else -90
+    fig.update_xaxes(title_text=x_title, side="bottom", tickangle=angle, showgrid=False,
                      zeroline=False, **axis_ticks(key_tokens, x_labels, special=special[1]))
     fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, zeroline=False,
                      **axis_ticks(query_tokens, y_labels, special=special[0]))

@@ -139,7 +139,7 @@ class HFModel:
         if targets is not None and self.family is not Family.ENCODER_DECODER:
             raise ValueError(f"a target text applies to encoder-decoder models; {self.name} is "
                              f"{self.family}")
-        return self._run(self.prepare_inputs(texts, targets))
+        return self._run(self.prepare_inputs(texts, targets), texts)
 
     def trace_ids(self, input_ids: list[int]) -> AttentionTrace:
         """Trace exact input ids (single-stack models), e.g. a prompt cut to 2,048 tokens."""
@@ -148,12 +148,26 @@ class HFModel:
         ids = torch.tensor([list(input_ids)], device=self.device)  # [batch, pos]
         return self._run({"input_ids": ids, "attention_mask": torch.ones_like(ids)})[0]
 
-    def _run(self, inputs: dict) -> list[AttentionTrace]:
+    def _run(self, inputs: dict, texts: list[str] | None = None) -> list[AttentionTrace]:
         extra = {"logits_to_keep": 1} if self.family is Family.DECODER_ONLY else {}
         with torch.inference_mode(), recording(self.model) as recorder:
             self.model(**inputs, use_cache=False, **extra)
-        return [self._make_trace(recorder.calls, inputs, b)
+        return [self._make_trace(recorder.calls, inputs, b, texts[b] if texts else None)
                 for b in range(inputs["input_ids"].shape[0])]
+
+    def _unknown(self, ids: np.ndarray, text: str | None) -> dict[int, str]:
+        """Positions of ``[UNK]`` among ``ids`` and the text each replaced (read from a fast
+        tokenizer's offsets; ``""`` where they are not available)."""
+        unk = self.tokenizer.unk_token_id
+        positions = [int(p) for p in np.flatnonzero(ids == unk)] if unk is not None else []
+        if not positions:
+            return {}
+        spans: list = []
+        if text is not None and getattr(self.tokenizer, "is_fast", False):
+            spans = self.tokenizer(text, return_offsets_mapping=True)["offset_mapping"]
+            if len(spans) != len(ids):
+                spans = []
+        return {p: text[slice(*spans[p])] if spans else "" for p in positions}
 
     def prepare_inputs(self, texts: list[str], targets: list[str] | None = None) -> dict:
         """The padded model inputs a trace runs on (encoder-decoder: decoder inputs too)."""
@@ -194,7 +208,7 @@ class HFModel:
         stack = "decoder" if ".decoder." in f".{lowered}." else "encoder"
         return f"{stack}.{'cross' if cross else 'self'}"
 
-    def _make_trace(self, calls, inputs, b: int) -> AttentionTrace:
+    def _make_trace(self, calls, inputs, b: int, text: str | None = None) -> AttentionTrace:
         per_kind: dict[str, list] = {}
         for call in calls:
             per_kind.setdefault(self._classify(call.module_name), []).append(call)
@@ -213,11 +227,14 @@ class HFModel:
                      "decoder.self": (tgt_index, tgt_index),
                      "decoder.cross": (tgt_index, src_index)}
             special = {"source": src_special, "target": tgt_special}
+            unknown = {"source": self._unknown(src_ids, text),
+                       "target": self._unknown(tgt_ids, None)}
         else:
             labels, special_positions = display_tokens(self.tokenizer, src_ids)
             tokens = dict(tokens=labels, ids=src_ids)
             index = {name: (src_index, src_index) for name in per_kind}
             special = {"tokens": special_positions}
+            unknown = {"tokens": self._unknown(src_ids, text)}
         attention = {name: LazyAttention(per_kind[name], b, *index[name]) for name in per_kind}
         first = next(iter(attention.values()))
         return AttentionTrace(
@@ -225,5 +242,6 @@ class HFModel:
             n_heads=first.n_heads, n_kv_heads=first.n_kv_heads,
             positional=self.positions.scheme, device=str(self.device),
             dtype=str(self.model.dtype).removeprefix("torch."), special_positions=special,
+            unknown={axis: found for axis, found in unknown.items() if found},
             meta=model_facts(self.dims, self.positions, model_type=self.config.model_type),
             **tokens)

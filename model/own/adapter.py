@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..device import resolve_device
+from ..errors import UnknownWordsError
 from ..facts import CAUSAL_KINDS, Family, ModelDims, PositionInfo, Step, model_facts
 from ..store import DenseStore
 from ..trace import TOKEN_FIELDS, AttentionTrace
@@ -158,13 +159,13 @@ class OwnModel:
         if not words:
             raise ValueError("the text holds no words")
         src_vocab, tgt_vocab = self._vocabs(text, target)
-        src_ids = src_vocab.encode(words)
+        src_ids = _encode(src_vocab, words, "source")
         if self.family is Family.ENCODER_DECODER:
             if target is None:
                 tgt_words = self._own_target(words, src_ids)
             else:
                 tgt_words = split_words(target)
-            tgt_ids = [tgt_vocab.bos_id, *tgt_vocab.encode(tgt_words)]
+            tgt_ids = [tgt_vocab.bos_id, *_encode(tgt_vocab, tgt_words, "target")]
             src = torch.tensor([src_ids], device=self.device)  # [batch, source]
             tgt = torch.tensor([tgt_ids], device=self.device)  # [batch, target]
             tokens = dict(source_tokens=words, source_ids=src_ids,
@@ -196,6 +197,15 @@ class OwnModel:
             dtype=str(next(self.network.parameters()).dtype).removeprefix("torch."),
             steps=steps, special_positions=_special_positions(tokens),
             meta=model_facts(self.dims, self.positions, model_type="own"), **tokens)
+
+
+def _encode(vocab: WordVocab, words: list[str], side: str) -> list[int]:
+    """Ids of ``words``; unknown words are reported with the text (source or target) they
+    came from."""
+    try:
+        return vocab.encode(words)
+    except UnknownWordsError as error:
+        raise UnknownWordsError(error.words, side=side) from None
 
 
 def _special_positions(tokens: dict) -> dict[str, list[int]]:

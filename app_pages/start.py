@@ -1,0 +1,53 @@
+"""Start here: what attention is, what to click, and the lesson's sentence translated live."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import viz
+from app_pages.cache import get_trace
+from app_pages.common import explained_errors, settings
+from model.analysis.views import generation_step
+
+SPEC, SENTENCE = "own-translator", "The cat sat on the mat"
+
+st.title("Attention Explorer")
+st.markdown(
+    "When a Transformer reads **The cat sat on the mat**, every word looks at the other words "
+    "and decides how much of each to take in: that is **attention**. In a heatmap, each row is "
+    "one word looking (the *query*), each column a word it may look at (the *key*), and a "
+    "row's colours add up to 1. A model has several *heads* per layer, each looking in its own "
+    "way, and several layers on top of each other.")
+
+st.subheader("Try it")
+c1, c2, c3 = st.columns(3)
+with c1:
+    st.page_link("app_pages/translate.py", label="Watch a translation", icon="🈯")
+    st.caption("The lesson's small translator writes 猫 坐 在 垫子 上 one word at a time; step "
+               "through what it looks at while choosing each word.")
+with c2:
+    st.page_link("app_pages/explore.py", label="Explore one head", icon="🔍")
+    st.caption("Any model, any text: pick a layer and a head and see its heatmap, and every "
+               "head of the layer beside it.")
+with c3:
+    st.page_link("app_pages/mask.py", label="See the causal mask", icon="🎭")
+    st.caption("Why a decoder may not look ahead: the scores, the mask, −∞, then softmax.")
+st.markdown(
+    "Type your own sentence in the sidebar's **Text** box (Ctrl+Enter applies it) and choose a "
+    "**Model**: own-translator knows a small English vocabulary; minilm and smollm2 are "
+    "pretrained and read any text; own-random has the lesson's full size but random weights. "
+    "Section numbers such as §3.4 refer to the lesson this app follows.")
+
+st.subheader("The lesson's sentence, translated")
+_, device = settings()
+with explained_errors(f"Could not load {SPEC}: "):
+    trace = get_trace(SPEC, device, SENTENCE)
+last = trace.layers("decoder.cross") - 1
+step = generation_step(trace, 4, last)
+st.plotly_chart(viz.attention_heatmap(
+    step.alignment, step.rows.labels, step.source_tokens, query_hover=step.rows.hover,
+    special=(step.rows.special, ()), x_title="English word", y_title=step.rows.title,
+    title="Which English word each Chinese word looked at (cross-attention, last layer)"),
+    key="start_alignment")
+st.caption(f"While writing {step.chosen}, the decoder looks at "
+           f"“{step.source_tokens[step.cross_peak]}”. The Translate page shows every step.")
