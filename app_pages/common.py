@@ -218,6 +218,17 @@ def load_run() -> Run:
     return run
 
 
+# Plotly's toolbar, kept to what a reader uses, so that it covers less of a chart's top edge.
+CHART_CONFIG = {"displaylogo": False,
+                "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d", "zoomIn2d",
+                                           "zoomOut2d"]}
+
+
+def chart(figure, *, key: str, container=st, **kwargs):
+    """``st.plotly_chart`` with the app's toolbar; returns the selection state when asked."""
+    return container.plotly_chart(figure, key=key, config=CHART_CONFIG, **kwargs)
+
+
 def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:
     """A select box of the trace's attention kinds."""
     kinds = kinds or trace.names

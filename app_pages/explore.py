@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.common import kind_selector, load_run
+from app_pages.common import chart, kind_selector, load_run
 from model.analysis.views import FIT_ABOVE, layer_view, query_rows, writes_words
 
 st.title("Explore attention")
@@ -36,7 +36,7 @@ view = layer_view(trace, name, layer, head, fit=COLOUR_SCALES[scale])  # every h
 if view.fitted:
     st.caption(f"Colours fitted to this layer: the darkest cell is its largest weight, "
                f"{view.zmax:.3f}.")
-st.plotly_chart(
+chart(
     viz.attention_heatmap(view.weights, rows.labels, k_tokens, allowed=view.allowed,
                           title=f"{name} · layer {layer} · head {head}", y_title=rows.title,
                           special=(rows.special, trace.special(name)[1]), zmax=view.zmax,
@@ -51,7 +51,7 @@ st.subheader(f"All {trace.n_heads} heads of layer {layer}")
 if group > 1:
     st.caption(f"Grouped-query attention: {trace.n_kv_heads} key/value heads, each shared by "
                f"{group} consecutive query heads.")
-st.plotly_chart(viz.heads_grid(view.layer_weights, rows.labels, k_tokens, allowed=view.allowed,
+chart(viz.heads_grid(view.layer_weights, rows.labels, k_tokens, allowed=view.allowed,
                                cols=3 if trace.n_heads % 3 == 0 else 4, zmax=view.zmax,
                                query_hover=rows.hover),
                 key="heads_grid")

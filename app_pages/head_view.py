@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.common import kind_selector, load_run, window_selector
+from app_pages.common import chart, kind_selector, load_run, window_selector
 from app_pages.events import clicked_token
 from model.analysis.views import window, window_weights, writes_words
 from viz.style import head_label
@@ -34,7 +34,7 @@ titles = ("target: word written", "source") if name == "decoder.cross" else (
 if not heads:
     st.info("Choose at least one head.")
     st.stop()
-event = st.plotly_chart(
+event = chart(
     viz.head_view(window_weights(trace, name, layer, shown), shown.query_tokens,
                   shown.key_tokens, heads=heads, focus=focus, title=f"{name} · layer {layer}",
                   left_title=titles[0], right_title=titles[1], query_hover=labels),

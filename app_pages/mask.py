@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.common import explained_errors, kind_selector, load_run, window_selector
+from app_pages.common import chart, explained_errors, kind_selector, load_run, window_selector
 from model.analysis.views import mask_panels, window
 
 st.title("Causal mask")
@@ -28,7 +28,7 @@ start, stop = window_selector(len(q_tokens), 32, key="mask_window")
 shown = window(trace, name, start, stop)
 with explained_errors():
     panels = mask_panels(trace, name, layer, head, shown)
-st.plotly_chart(viz.mask_view(
+chart(viz.mask_view(
     panels.scores, panels.allowed, panels.weights, shown.query_tokens, shown.key_tokens,
     title=f"{name} · layer {layer} · head {head}", query_hover=shown.query_labels,
     special=(shown.query_special, shown.key_special)), key="mask_view")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.cache import get_model_view
-from app_pages.common import kind_selector, load_run, open_head
+from app_pages.common import chart, kind_selector, load_run, open_head
 from app_pages.events import selected_head
 
 st.title("Model view")
@@ -14,7 +14,7 @@ trace = run.trace
 name = kind_selector(trace, key="mv_kind")
 st.caption(f"{trace.layers(name)} layers × {trace.n_heads} heads. Each tile is one head's "
            "attention (rows: queries, columns: keys). Click a tile to open it.")
-event = st.plotly_chart(get_model_view(run.key, name), key="model_view", on_select="rerun",
+event = chart(get_model_view(run.key, name), key="model_view", on_select="rerun",
                         selection_mode="points")
 chosen = selected_head(event)
 if chosen is not None:

@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.common import explained_errors, settings
+from app_pages.common import chart, explained_errors, settings
 from model.analysis.positions import (
     dot_similarity,
     model_positions,
@@ -27,18 +27,18 @@ d_model = widgets.select_slider("d_model", [16, 32, 64, 128, 256, 512], 128, key
 table = sinusoidal(n_positions, d_model)
 st.latex(r"PE_{(pos,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\quad "
          r"PE_{(pos,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)")
-st.plotly_chart(viz.sinusoidal_heatmap(table), key="pe_table")
+chart(viz.sinusoidal_heatmap(table), key="pe_table")
 dims = [0, 2, d_model // 4, d_model // 2, d_model - 2]
-st.plotly_chart(viz.clock_hands(table, dims), key="pe_waves")
-st.plotly_chart(viz.similarity_matrix(dot_similarity(table), "PE(p) · PE(q): nearby positions "
+chart(viz.clock_hands(table, dims), key="pe_waves")
+chart(viz.similarity_matrix(dot_similarity(table), "PE(p) · PE(q): nearby positions "
                                       "look alike", "dot product"), key="pe_similarity")
 
 st.header("RoPE: rotate Q and K instead")
 st.markdown("Each pair of dimensions of q and k turns by an angle proportional to the position. "
             "After both turn, q·k depends only on how far apart they are.")
 thetas = rope_thetas(64)[[0, 4, 12, 31]]
-st.plotly_chart(viz.rope_circles(thetas, 16), key="rope_circles")
-st.plotly_chart(viz.rope_offsets(rope_offset_scores(24)), key="rope_offsets")
+chart(viz.rope_circles(thetas, 16), key="rope_circles")
+chart(viz.rope_offsets(rope_offset_scores(24)), key="rope_offsets")
 
 st.header("The loaded model")
 spec, device = settings()
@@ -49,11 +49,11 @@ if spec:
         info = model_positions(get_model(spec, device))
     st.write(f"**{spec}** uses **{info['scheme']}** positions.")
     if "periods" in info:
-        st.plotly_chart(viz.rope_periods(
+        chart(viz.rope_periods(
             info["periods"], f"RoPE with θ base {info['theta']:g}, d_head {info['d_head']}: "
                              "positions per turn of each pair"), key="model_periods")
     elif "similarity" in info:
-        st.plotly_chart(viz.similarity_matrix(
+        chart(viz.similarity_matrix(
             info["similarity"], f"Learned position embeddings ({info['parameter']}): cosine "
                                 "similarity", "cosine"), key="model_similarity")
     elif "table" in info:

@@ -7,7 +7,7 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.cache import get_rollout
-from app_pages.common import kind_selector, load_run
+from app_pages.common import chart, kind_selector, load_run
 from model.analysis.rollout import (
     SINK_SHARE,
     first_token_share,
@@ -44,7 +44,7 @@ zmax = 1.0
 if len(tokens) > FIT_ABOVE:  # long inputs: fit the colours to what moved between tokens
     zmax = off_diagonal_peak(flow, key_offset=1 if leave_out else 0)
     title += f"<br><sup>colours fitted: the darkest cell off the diagonal is {zmax:.3f}</sup>"
-st.plotly_chart(viz.attention_heatmap(
+chart(viz.attention_heatmap(
     flow, rows.labels, tokens, allowed=allowed, query_hover=rows.hover, y_title=rows.title,
     special=(rows.special, key_special), title=title, zmax=zmax), key="rollout")
 st.caption("Per layer: average the heads, add the identity for the residual connection, "

@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages.cache import get_trace
-from app_pages.common import explained_errors, settings
+from app_pages.common import chart, explained_errors, settings
 from model.analysis.views import generation_step
 
 SPEC, SENTENCE = "own-translator", "The cat sat on the mat"
@@ -44,7 +44,7 @@ with explained_errors(f"Could not load {SPEC}: "):
     trace = get_trace(SPEC, device, SENTENCE)
 last = trace.layers("decoder.cross") - 1
 step = generation_step(trace, 4, last)
-st.plotly_chart(viz.attention_heatmap(
+chart(viz.attention_heatmap(
     step.alignment, step.rows.labels, step.source_tokens, query_hover=step.rows.hover,
     special=(step.rows.special, ()), x_title="English word", y_title=step.rows.title,
     title="Which English word each Chinese word looked at (cross-attention, last layer)"),

@@ -8,7 +8,7 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.cache import get_head_stats
-from app_pages.common import kind_selector, load_run, open_head
+from app_pages.common import chart, kind_selector, load_run, open_head
 from app_pages.events import selected_head
 from model.analysis.statistics import (
     STATS,
@@ -17,7 +17,7 @@ from model.analysis.statistics import (
     span_attention,
     stats_table,
 )
-from model.analysis.views import query_rows
+from model.analysis.views import boundary_label, query_rows, sentence_split
 
 st.title("Head statistics")
 run = load_run()
@@ -26,7 +26,7 @@ name = kind_selector(trace, key="st_kind")
 stats = get_head_stats(run.key, name)
 metrics = defined_metrics(stats)
 metric = widgets.selectbox("Metric", metrics, key="st_metric")
-event = st.plotly_chart(viz.stats_heatmap(stats[metric], metric, STATS[metric]),
+event = chart(viz.stats_heatmap(stats[metric], metric, STATS[metric]),
                         key="stats_heatmap", on_select="rerun", selection_mode="points")
 chosen = selected_head(event)
 if chosen is not None:
@@ -52,17 +52,21 @@ if not layers or not heads:
 mean = aggregate(trace, name, layers, heads)
 rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
 q_tokens = rows.labels
-st.plotly_chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.mask(name),
+chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.mask(name),
                                       query_hover=rows.hover, y_title=rows.title,
                                       title="Weights averaged over the chosen layers and heads"),
                 key="aggregate")
 c3, c4 = st.columns(2)
-qa, qb = widgets.slider("Query span (e.g. sentence B)", 0, len(q_tokens),
-                        (len(q_tokens) // 2, len(q_tokens)), key="span_q", container=c3)
-ka, kb = widgets.slider("Key span (e.g. sentence A)", 0, len(k_tokens), (0, len(k_tokens) // 2),
-                        key="span_k", container=c4)
+q_cut, k_cut = sentence_split(q_tokens), sentence_split(k_tokens)
+qa, qb = widgets.select_slider(
+    "Query span (e.g. sentence B)", range(len(q_tokens) + 1), (q_cut, len(q_tokens)),
+    key="span_q", container=c3, format_func=lambda i: boundary_label(q_tokens, i),
+    help="From the first token of the span up to (not including) the last boundary.")
+ka, kb = widgets.select_slider(
+    "Key span (e.g. sentence A)", range(len(k_tokens) + 1), (0, k_cut), key="span_k",
+    container=c4, format_func=lambda i: boundary_label(k_tokens, i))
 if qb > qa and kb > ka:
     block, mass = span_attention(mean, (qa, qb), (ka, kb))
     st.metric("Share of the query span's attention on the key span", f"{mass:.1%}")
-    st.plotly_chart(viz.attention_heatmap(block, q_tokens[qa:qb], k_tokens[ka:kb],
+    chart(viz.attention_heatmap(block, q_tokens[qa:qb], k_tokens[ka:kb],
                                           title="Query span → key span"), key="span")

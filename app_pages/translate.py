@@ -7,7 +7,7 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.cache import get_model, get_trace
-from app_pages.common import describe_error, explained_errors, settings
+from app_pages.common import chart, describe_error, explained_errors, settings
 from model.analysis.views import generation_step, written_words
 
 SPEC = "own-translator"
@@ -62,7 +62,7 @@ now = generation_step(trace, step, layer, None if head_choice == "average" else 
 
 col_self, col_cross = st.columns(2)
 with col_self:
-    st.plotly_chart(viz.attention_heatmap(
+    chart(viz.attention_heatmap(
         now.self_weights, now.rows.labels[:step], now.self_keys, allowed=now.self_allowed,
         query_hover=now.rows.hover[:step], y_title=now.rows.title,
         x_title="key: the words read so far", title=f"Masked self-attention up to step {step}"),
@@ -71,20 +71,20 @@ with col_self:
                "look only at the words read so far; grey cells are masked (−∞ before softmax, "
                "weight 0 after).")
 with col_cross:
-    st.plotly_chart(viz.distribution_bars(
+    chart(viz.distribution_bars(
         now.cross_row, now.source_tokens, highlight=now.cross_peak,
         title=f"Cross-attention of step {step} over the source"), key="cross_bars")
     st.caption(f"Where the decoder looks in the English sentence while choosing “{now.chosen}”.")
 
 col_align, col_topk = st.columns(2)
 with col_align:
-    st.plotly_chart(viz.attention_heatmap(
+    chart(viz.attention_heatmap(
         now.alignment, now.rows.labels, now.source_tokens, query_hover=now.rows.hover,
         special=(now.rows.special, ()), title="Alignment: word written × source word",
         x_title="English word", y_title=now.rows.title), key="alignment")
     st.caption("Each row is the cross-attention of the step that wrote that word.")
 with col_topk:
-    st.plotly_chart(viz.distribution_bars(
+    chart(viz.distribution_bars(
         now.top_probabilities, now.top_words, highlight=now.top_chosen,
         title=f"Next-word probabilities at step {step}", value_name="probability"),
         key="topk")

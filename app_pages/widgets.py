@@ -46,9 +46,16 @@ def radio(label: str, options, *, key: str, container=st, index: int = 0, **kwar
 
 
 def select_slider(label: str, options, value, *, key: str, container=st, **kwargs):
-    """``st.select_slider`` whose remembered value falls back to ``value``."""
+    """``st.select_slider`` (one value or a range) whose remembered value falls back to
+    ``value`` unless every end of it is still an option."""
     options = list(options)
-    _replace_invalid(key, options, value)
+    if key in st.session_state:
+        remembered = st.session_state[key]
+        is_range = isinstance(value, tuple)
+        ends = tuple(remembered) if isinstance(remembered, list | tuple) else (remembered,)
+        if is_range != isinstance(remembered, list | tuple) or not all(
+                _holds(options, end) for end in ends):
+            st.session_state[key] = value
     return container.select_slider(label, options, value, key=key, **kwargs)
 
 

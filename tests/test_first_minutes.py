@@ -206,3 +206,39 @@ def test_minilm_warns_when_chinese_characters_become_unknown():
     warning = " ".join(w.value for w in at.warning)
     # minilm knows 子 and 上 but not 猫, 坐, 在 or 垫
     assert "4 of 10 tokens are [UNK]" in warning and "猫 坐 在 垫." in warning
+
+
+def test_spans_default_to_whole_sentences_and_name_their_tokens():
+    from model.analysis.views import boundary_label, sentence_split
+
+    tokens = ["The", "cat", "sat", ".", "It", "slept", "."]
+    assert sentence_split(tokens) == 4  # after the first full stop, not mid-sentence
+    assert sentence_split(["a", "b", "c", "d"]) == 2  # no sentence end: the middle
+    assert boundary_label(tokens, 4) == "4 · It" and boundary_label(tokens, 7) == "end"
+    at = app_test("stats", model_choice="own-random", text="The cat sat . It slept .")
+    assert at.select_slider(key="span_q").value == (4, 7)
+    assert at.select_slider(key="span_k").value == (0, 4)
+    from model import load
+    from model.analysis.statistics import aggregate, span_attention
+
+    trace = load("own-random", device="cpu").trace("The cat sat . It slept .")
+    mean = aggregate(trace, "encoder.self", [5], range(8))  # the page's default layers, heads
+    _, mass = span_attention(mean, (4, 7), (0, 4))
+    assert [m.value for m in at.metric] == [f"{mass:.1%}"]
+
+
+def test_parameter_shares_are_plain_numbers_not_rises():
+    at = app_test("shapes", model_choice="own-translator")
+    shares = [m for m in at.metric if "of all" in str(m.proto.delta)]
+    assert len(shares) == 4
+    assert all(m.proto.direction == m.proto.MetricDirection.NONE for m in shares)  # no arrow
+
+
+def test_rope_positions_are_written_on_the_outer_circle_only():
+    import viz
+    from model.analysis.positions import rope_thetas
+
+    fig = viz.rope_circles(rope_thetas(64)[[0, 4, 12]], 16)
+    circles = [t for t in fig.data if t.mode == "lines+markers+text"]
+    written = [[label for label in t.text if label] for t in circles]
+    assert written[0] == [str(p) for p in range(8)] and not any(written[1:])

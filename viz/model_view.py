@@ -47,8 +47,9 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
         [(layer * (tq + gap) + (tq - 1) / 2, head * (tk + gap) + (tk - 1) / 2, layer, head)
          for layer in range(n_layers) for head in range(n_heads)], size=tile_px * 0.8))
     fig.update_layout(
-        title=title, height=120 + tile_px * n_layers, width=max(420, 160 + tile_px * n_heads),
-        margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 40},
+        title=title, height=150 + tile_px * n_layers, width=max(420, 160 + tile_px * n_heads),
+        # the head labels sit on top, below the room Plotly's toolbar takes
+        margin={"l": 70, "r": 20, "t": 100 if title else 70, "b": 40},
         coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
                    "colorbar": {"title": {"text": "weight"}, "len": 0.5}},
         clickmode="event+select")

@@ -83,7 +83,9 @@ def rope_circles(thetas, n_positions: int, title: str = "RoPE: one 2-D pair per 
         angle = positions * theta
         fig.add_trace(go.Scatter(
             x=radius * np.cos(angle), y=radius * np.sin(angle), mode="lines+markers+text",
-            text=[str(p) if p < 8 else "" for p in positions], textposition="top center",
+            # positions written on the fastest (outer) circle only: slower ones crowd them
+            text=[str(p) if p < 8 and i == 0 else "" for p in positions],
+            textposition="top center",
             name=f"θ = {theta:.3g} rad/position", line={"color": head_color(i), "width": 1},
             marker={"size": POINT_MARKER_SIZE}, customdata=positions,
             hovertemplate="position %{customdata}<extra>%{fullData.name}</extra>"))

@@ -55,6 +55,23 @@ def query_rows(trace: AttentionTrace, name: str) -> Rows:
     return Rows(written, hover, rows_special, "query: the word being written")
 
 
+SENTENCE_ENDS = {".", "。", "!", "?", "！", "？", "[SEP]", "</s>", "<eos>"}
+
+
+def sentence_split(tokens) -> int:
+    """Where the first sentence ends (the position after its full stop, question mark or
+    separator) when tokens follow it; else the middle: a default cut between "sentence A" and
+    "sentence B" that does not fall mid-sentence."""
+    tokens = [str(t).strip() for t in tokens]
+    ends = [i + 1 for i, t in enumerate(tokens) if t in SENTENCE_ENDS and i + 1 < len(tokens)]
+    return ends[0] if ends else len(tokens) // 2
+
+
+def boundary_label(tokens, i: int) -> str:
+    """A span boundary as a reader sees it: ``"3 · sat"`` (before token 3) or ``"end"``."""
+    return "end" if i >= len(tokens) else f"{i} · {tokens[i]}"
+
+
 @dataclass(frozen=True)
 class LayerView:
     """One layer of one kind with a chosen head.
