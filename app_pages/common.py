@@ -100,12 +100,13 @@ def decode_upload(data: bytes, name: str = "the file") -> tuple[str, str]:
                          f"be read); save it as UTF-8 and upload it again") from None
 
 
-def current_text() -> str:
-    """The text to analyse: an uploaded file's, else the text box's."""
+def current_text() -> tuple[str, str | None]:
+    """The text to analyse and, for an uploaded file, the encoding it was read in (else
+    None): an uploaded file's text, else the text box's."""
     upload = st.session_state.get("upload")
     if upload is not None:
-        return decode_upload(upload.getvalue(), upload.name)[0]
-    return st.session_state.get("text", DEFAULT_TEXT)
+        return decode_upload(upload.getvalue(), upload.name)
+    return st.session_state.get("text", DEFAULT_TEXT), None
 
 
 # What the own models with a fixed vocabulary read, for messages about unknown words.
@@ -113,9 +114,14 @@ READS = {"own-translator": ("English words", "The cat sat on the mat",
                             "Chinese words separated by spaces", "猫 坐 在 垫子 上")}
 
 
-def describe_error(spec: str) -> Callable[[ValueError], str]:
+def describe_error(spec: str, vocabulary_above: bool = False) -> Callable[[ValueError], str]:
     """A message for an expected error of ``spec``: unknown words say which text held them,
-    what the model reads and an example; anything else is the error's own text."""
+    what the model reads and an example; anything else is the error's own text.
+
+    Args:
+        vocabulary_above: the page lists the model's vocabulary itself (Translate), instead of
+            pointing to the Translate page and the sidebar's other models.
+    """
 
     def describe(error: ValueError) -> str:
         if not isinstance(error, UnknownWordsError):
@@ -127,6 +133,9 @@ def describe_error(spec: str) -> Callable[[ValueError], str]:
             return (f"The target text holds words {spec} does not know: {words}. It writes "
                     f"{target}, for example “{target_example}”. Nothing was dropped.")
         example = f", for example “{source_example}”" if source_example else ""
+        if vocabulary_above:
+            return (f"{spec} does not know: {words}. Nothing was dropped: replace them with "
+                    f"words from the vocabulary above (it reads {source}{example}).")
         return (f"{spec} does not know: {words}. It reads {source}{example}; the Translate "
                 f"page lists its vocabulary. Nothing was dropped. For any text, choose minilm "
                 f"or smollm2 in the sidebar.")
@@ -145,8 +154,8 @@ def show_token_notes(run: Run) -> None:
                        f"cover it (it may have been trained on another language or script).")
         else:
             st.info(f"{note.count} characters ({examples}) are split over several tokens, "
-                    f"labelled like {note.examples[0]}[1/3]: {run.key.spec} reads them as bytes, "
-                    f"so one character's attention is spread over its pieces.")
+                    f"labelled like {note.label}: {run.key.spec} reads them as bytes, so one "
+                    f"character's attention is spread over its pieces.")
 
 
 class RunKey(NamedTuple):
@@ -183,16 +192,23 @@ def explained_errors(prefix: str = "", describe: Callable[[ValueError], str] = s
         st.stop()
 
 
+def random_weights_note(spec: str) -> None:
+    """Say so on the page when ``spec`` has random weights."""
+    if spec in RANDOM_WEIGHTS:
+        st.info(f"{spec} has random weights: it was never trained, so its attention shows "
+                f"positions and repeated words, not meaning. own-translator, minilm and smollm2 "
+                f"are trained.", icon="🎲")
+
+
 def load_run() -> Run:
     """The loaded model and the trace of the sidebar's text; explains problems and stops."""
     from app_pages.cache import get_model, get_trace
 
     spec, device = settings()
     with explained_errors():
-        text = current_text()
+        text, encoding = current_text()
     upload = st.session_state.get("upload")
     if upload is not None:
-        encoding = decode_upload(upload.getvalue(), upload.name)[1]
         note = (" Read as GB18030 (GBK), the usual encoding of Chinese text on Windows; if the "
                 "characters look wrong, save the file as UTF-8." if encoding == "GB18030" else "")
         st.caption(f"Analysing the uploaded file {upload.name} ({len(text):,} characters).{note}")
@@ -202,10 +218,7 @@ def load_run() -> Run:
         st.stop()
     with explained_errors(f"Could not load {spec}: "):
         loaded = get_model(spec, device)
-    if spec in RANDOM_WEIGHTS:
-        st.info(f"{spec} has random weights: it was never trained, so its attention shows "
-                f"positions and repeated words, not meaning. own-translator, minilm and smollm2 "
-                f"are trained.", icon="🎲")
+    random_weights_note(spec)
     if not text.strip():
         st.info("Type some text in the sidebar to see its attention.")
         st.stop()

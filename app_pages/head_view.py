@@ -37,7 +37,8 @@ if not heads:
 event = chart(
     viz.head_view(window_weights(trace, name, layer, shown), shown.query_tokens,
                   shown.key_tokens, heads=heads, focus=focus, title=f"{name} · layer {layer}",
-                  left_title=titles[0], right_title=titles[1], query_hover=labels),
+                  left_title=titles[0], right_title=titles[1], query_hover=labels,
+                  key_hover=shown.key_labels),
     key="head_view", on_select="rerun", selection_mode="points")
 token = clicked_token(event)
 if token is not None and token != focus:

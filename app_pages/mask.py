@@ -31,6 +31,7 @@ with explained_errors():
 chart(viz.mask_view(
     panels.scores, panels.allowed, panels.weights, shown.query_tokens, shown.key_tokens,
     title=f"{name} · layer {layer} · head {head}", query_hover=shown.query_labels,
+    key_hover=shown.key_labels,
     special=(shown.query_special, shown.key_special)), key="mask_view")
 st.caption("① every query scores every key; ② the model's mask; ③ forbidden scores set to −∞ "
            "(dark grey); ④ softmax of each row: the forbidden cells get weight 0.")

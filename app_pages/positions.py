@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.common import chart, explained_errors, settings
+from app_pages.common import chart, explained_errors, random_weights_note, settings
 from model.analysis.positions import (
     dot_similarity,
     model_positions,
@@ -16,8 +16,8 @@ from model.analysis.positions import (
 )
 
 st.title("Positional encodings")
-st.markdown("Attention itself ignores order (lesson §3.4, step 0): shuffle the words and every "
-            "pair still meets. Positions must be put in by hand.")
+st.markdown("Attention itself ignores order (lesson §3.4, step 0: positional encoding): "
+            "shuffle the words and every pair still meets. Positions must be put in by hand.")
 
 st.header("Sinusoidal: a watch with fast and slow hands")
 c1, c2 = st.columns(2)
@@ -47,6 +47,7 @@ if spec:
 
     with explained_errors(f"Could not load {spec}: "):
         info = model_positions(get_model(spec, device))
+    random_weights_note(spec)
     st.write(f"**{spec}** uses **{info['scheme']}** positions.")
     if "periods" in info:
         chart(viz.rope_periods(

@@ -33,8 +33,8 @@ cols = st.columns(4)
 for col, key in zip(cols, ("attention", "ffn", "embeddings", "other")):
     col.metric(key, f"{split[key] / 1e6:.2f} M", f"{split[key] / split['total']:.0%} of all",
                delta_color="off", delta_arrow="off")
-st.caption("Lesson §3.5: the FFN holds about 2/3 of a layer's parameters; attention routes, the "
-           "FFN stores.")
+st.caption("Lesson §3.5, following the shapes: the FFN holds about 2/3 of a layer's parameters; "
+           "attention routes, the FFN stores.")
 
 st.subheader("Memory for this input")
 costs = attention_costs(d, trace)
@@ -43,10 +43,11 @@ c1.metric("attention weights, all layers and heads", _size(costs["attention_byte
           f"{costs['attention_values']:,} values", delta_color="off", delta_arrow="off")
 c2.metric("KV cache for generation", _size(costs["kv_cache_bytes"]))
 c3.metric("KV cache without GQA", _size(costs["kv_cache_bytes_without_gqa"]))
-st.caption("Doubling the text quadruples the attention weights (O(n²), lesson §3.8); grouped-query "
-           "attention divides the KV cache by the number of query heads per K/V head.")
+st.caption("Doubling the text quadruples the attention weights (O(n²); lesson §3.8, the cost "
+           "of attention); grouped-query attention divides the KV cache by the number of query "
+           "heads per K/V head.")
 
-st.subheader("Complexity (lesson §4.8)")
+st.subheader("Complexity (lesson §4.8, attention against a recurrent layer)")
 chart(viz.complexity_curves(d.d_model, longest_axis(trace)), key="complexity")
 st.caption("Self-attention costs n²·d per layer, a recurrent layer n·d²: while the text is "
            "shorter than the model is wide, attention does less work.")

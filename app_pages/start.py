@@ -7,7 +7,7 @@ import streamlit as st
 import viz
 from app_pages.cache import get_trace
 from app_pages.common import chart, explained_errors, settings
-from model.analysis.views import generation_step
+from model.analysis.views import generation_step, written_words
 
 SPEC, SENTENCE = "own-translator", "The cat sat on the mat"
 
@@ -33,17 +33,21 @@ with c3:
     st.page_link("app_pages/mask.py", label="See the causal mask", icon="🎭")
     st.caption("Why a decoder may not look ahead: the scores, the mask, −∞, then softmax.")
 st.markdown(
-    "Type your own sentence in the sidebar's **Text** box (Ctrl+Enter applies it) and choose a "
-    "**Model**: own-translator knows a small English vocabulary; minilm and smollm2 are "
-    "pretrained and read any text; own-random has the lesson's full size but random weights. "
-    "Section numbers such as §3.4 refer to the lesson this app follows.")
+    "On **Explore** and the pages below it, type your own sentence in the sidebar's **Text** "
+    "box (Ctrl+Enter applies it) and choose a **Model**: own-translator knows a small English "
+    "vocabulary; minilm and smollm2 are pretrained and read any text; own-random has the "
+    "lesson's full size but random weights. Section numbers such as §3.4 refer to the lesson "
+    "this app follows.")
 
 st.subheader("The lesson's sentence, translated")
 _, device = settings()
 with explained_errors(f"Could not load {SPEC}: "):
     trace = get_trace(SPEC, device, SENTENCE)
 last = trace.layers("decoder.cross") - 1
-step = generation_step(trace, 4, last)
+written = written_words(trace)
+# the lesson's claim, found in this trace: the step that wrote 垫子 (else the last word)
+step = generation_step(trace, written.index("垫子") + 1 if "垫子" in written else len(written) - 1,
+                       last)
 chart(viz.attention_heatmap(
     step.alignment, step.rows.labels, step.source_tokens, query_hover=step.rows.hover,
     special=(step.rows.special, ()), x_title="English word", y_title=step.rows.title,

@@ -57,7 +57,8 @@ chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.mask(name),
                                       title="Weights averaged over the chosen layers and heads"),
                 key="aggregate")
 c3, c4 = st.columns(2)
-q_cut, k_cut = sentence_split(q_tokens), sentence_split(k_tokens)
+q_cut = sentence_split(q_tokens, rows.special)
+k_cut = sentence_split(k_tokens, trace.special(name)[1])
 qa, qb = widgets.select_slider(
     "Query span (e.g. sentence B)", range(len(q_tokens) + 1), (q_cut, len(q_tokens)),
     key="span_q", container=c3, format_func=lambda i: boundary_label(q_tokens, i),

@@ -26,18 +26,28 @@ with st.expander(f"The translator's English vocabulary ({len(vocabulary)} words)
     st.caption("Trained on a synthetic corpus of sentences like “The big dog sat under the "
                "table yesterday” and “The cat chased the mouse because it was hungry”.")
 
+OWN = "(your own sentence)"
+
+
 def _use_example() -> None:
-    st.session_state["translate_text"] = st.session_state["example"]
+    if st.session_state["example"] != OWN:
+        st.session_state["translate_text"] = st.session_state["example"]
 
 
-widgets.selectbox("Example", EXAMPLES, key="example", on_change=_use_example,
+def _own_sentence() -> None:
+    """Typing makes the menu say so, so that choosing any example afterwards is a change."""
+    typed = st.session_state["translate_text"]
+    st.session_state["example"] = typed if typed in EXAMPLES else OWN
+
+
+widgets.selectbox("Example", [*EXAMPLES, OWN], key="example", on_change=_use_example,
                   help="Choosing one puts it in the sentence box below.")
 st.session_state.setdefault("translate_text", EXAMPLES[0])
-text = st.text_input("English sentence", key="translate_text")
+text = st.text_input("English sentence", key="translate_text", on_change=_own_sentence)
 if not text.strip():
     st.info("Type an English sentence made of the vocabulary's words.")
     st.stop()
-with explained_errors(describe=describe_error(SPEC)):
+with explained_errors(describe=describe_error(SPEC, vocabulary_above=True)):
     trace = get_trace(SPEC, device, text)
 
 written = written_words(trace)  # words 1..n, then <eos>

@@ -59,11 +59,11 @@ class AttentionTrace:
             generated.
         special_positions: positions of special tokens (``[CLS]``, ``<bos>``) per token axis
             (``tokens``, or ``source`` and ``target``).
-        unknown: per token axis, the positions of unknown tokens (``[UNK]``: the tokenizer had
-            no token for that text) and the input text each replaced (``""`` where unknown).
         meta: further JSON-able facts; the models write :data:`model.facts.FACT_KEYS`. A
             ``"special"`` entry (how older exports kept special positions) moves to
             ``special_positions``.
+        unknown: per token axis, the positions of unknown tokens (``[UNK]``: the tokenizer had
+            no token for that text) and the input text each replaced (``""`` where unknown).
     """
 
     model: str
@@ -82,8 +82,8 @@ class AttentionTrace:
     dtype: str = "float32"
     steps: tuple[Step, ...] = ()
     special_positions: Mapping[str, Sequence[int]] = field(default_factory=dict)
-    unknown: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    unknown: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         family = Family.parse(self.family)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import viz
 from model import AttentionTrace, load
 from model.analysis.rollout import rollout
 from model.analysis.statistics import aggregate, head_stats, span_attention
@@ -141,3 +142,11 @@ def test_a_generation_step_is_what_the_decoder_saw_and_chose():
     np.testing.assert_allclose(one_head.cross_row, trace.weights("decoder.cross", last, 1)[3])
     with pytest.raises(ValueError, match="step 7 is out of range 1..6"):
         generation_step(trace, 7, last)
+
+
+def test_a_windows_hovers_count_positions_in_the_whole_input_on_both_axes(seed_trace):
+    shown = window(seed_trace, "encoder.self", 3, 5)
+    assert shown.query_labels == ["3: on", "4: the"] and shown.key_labels == ["3: on", "4: the"]
+    fig = viz.mask_view(*(np.full((2, 2), 0.5),) * 3, shown.query_tokens, shown.key_tokens,
+                        query_hover=shown.query_labels, key_hover=shown.key_labels)
+    assert tuple(fig.data[0].customdata[1, 0]) == ("4: the", "3: on")

@@ -159,7 +159,7 @@ def test_head_view_height_is_bounded_and_crowded_labels_thinned():
     left = [t for t in fig.data if t.mode == "markers+text"][0]
     shown = [label for label in left.text if label]
     assert 20 <= len(shown) < n  # thinned, not gone
-    assert list(left.hovertext) == tokens  # every token still named on hover
+    assert list(left.hovertext) == [f"{i}: {t}" for i, t in enumerate(tokens)]  # all named
     small = viz.head_view(w[:, :6, :6], tokens[:6], tokens[:6], heads=[0])
     assert list([t for t in small.data if t.mode == "markers+text"][0].text) == tokens[:6]
 
@@ -168,3 +168,5 @@ def test_tokens_made_of_whitespace_are_drawn_visibly():
     fig = viz.attention_heatmap(np.full((3, 3), 1 / 3), ["a", " ", ""], ["a", "  ", " b"])
     assert list(fig.layout.yaxis.ticktext) == ["a", "␣", "∅"]
     assert list(fig.layout.xaxis.ticktext) == ["a", "␣␣", " b"]
+    other = viz.attention_heatmap(np.full((2, 2), 0.5), ["\u3000", "\xa0 "], ["a", "b"])
+    assert list(other.layout.yaxis.ticktext) == ["␣", "␣␣"]  # ideographic, no-break spaces

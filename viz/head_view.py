@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .labels import escape
+from .labels import LABEL_PX, escape
 from .style import (
     TOKEN_MARKER_COLOR,
     TOKEN_MARKER_SIZE,
@@ -28,13 +28,13 @@ LEVELS = 8
 MAX_TOKENS = 160
 ROW_PX = 22  # the spacing of token rows while the figure fits MAX_HEIGHT
 MAX_HEIGHT = 900
-LABEL_PX = 14  # the least spacing between two labelled rows
 
 
 def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
               heads: Sequence[int], focus: int | None = None, min_weight: float = 0.02,
               title: str = "", left_title: str = "query", right_title: str = "key",
-              query_hover: Sequence[str] | None = None) -> go.Figure:
+              query_hover: Sequence[str] | None = None,
+              key_hover: Sequence[str] | None = None) -> go.Figure:
     """Token-to-token lines for the chosen heads of one layer.
 
     Args:
@@ -44,7 +44,8 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
         focus: a query index whose lines alone are drawn (None: every query).
         min_weight: lighter lines are left out.
         title, left_title, right_title: titles.
-        query_hover: what hovering a left-column token says (default: the token).
+        query_hover, key_hover: what hovering a token of the left or right column says
+            (default: the token and its position among the tokens drawn).
 
     Returns:
         a figure: per head a legend entry (``meta`` = ``{"head": h}``, no points) and up to
@@ -90,25 +91,27 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
     height = max(300, min(MAX_HEIGHT, 90 + ROW_PX * rows))
     row_px = (height - 90) / max(rows, 1)
     every = max(1, int(np.ceil(LABEL_PX / row_px)))  # label every k-th token when rows crowd
-    if query_hover is not None and len(query_hover) != n_q:
-        raise ValueError(f"{len(query_hover)} query hovers for {n_q} queries")
     columns = ((0, y_q, query_tokens, query_hover, "left"),
-               (1, y_k, key_tokens, None, "right"))
+               (1, y_k, key_tokens, key_hover, "right"))
     for x, y, tokens, hover, side in columns:
+        if hover is not None and len(hover) != len(tokens):
+            raise ValueError(f"{len(hover)} hovers for {len(tokens)} {side} tokens")
         labels = escape(tokens)
         shown = [label if i % every == 0 else "" for i, label in enumerate(labels)]
         fig.add_trace(go.Scatter(
             x=[x] * len(tokens), y=y, mode="markers+text", text=shown,
-            hovertext=escape(hover) if hover is not None else labels,
+            hovertext=escape(hover) if hover is not None else [
+                f"{i}: {label}" for i, label in enumerate(labels)],
             textposition="middle left" if side == "left" else "middle right",
             marker={"size": TOKEN_MARKER_SIZE, "color": TOKEN_MARKER_COLOR}, showlegend=False,
             name=f"{side} tokens",
             customdata=np.arange(len(tokens)),
-            hovertemplate="%{hovertext} (position %{customdata})<extra></extra>"))
+            hovertemplate="%{hovertext}<extra></extra>"))
     fig.update_layout(
         title=title, height=height, showlegend=True,
         margin={"l": 20, "r": 20, "t": 90, "b": 20},
-        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
+        # above the column titles, right of the figure's title
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.05, "yanchor": "bottom"},
         clickmode="event+select")
     fig.update_xaxes(range=[-0.8, 1.8], visible=False)
     fig.update_yaxes(range=[max(n_q, n_k), -1], visible=False)

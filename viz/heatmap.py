@@ -18,21 +18,27 @@ from .labels import axis_ticks, check_weights, escape, labels_that_fit
 from .pooling import block_factor, block_labels, pool_allowed, pool_weights
 from .style import MASK_COLOR, SMALL_TICK_FONT, WEIGHT_SCALE, themed
 
-PLOT_WIDTH_PX = 600  # the narrowest plot area a heatmap gets on a 1024 px screen
+# The plot width a full-width heatmap gets on a 1024 px screen; half-width ones (Translate's
+# columns) hold short sentences, whose labels all fit anyway.
+PLOT_WIDTH_PX = 600
 HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"
 MASK_HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>masked (−∞ before softmax)" \
              "<extra></extra>"
 
 
 def _hover_data(query_tokens: Sequence[str], key_tokens: Sequence[str],
-                query_hover: Sequence[str] | None = None) -> np.ndarray:
+                query_hover: Sequence[str] | None = None,
+                key_hover: Sequence[str] | None = None) -> np.ndarray:
     """``[query, key, 2]`` strings: 'i: token' of the query and of the key of each cell
-    (``query_hover`` replaces the queries' when given)."""
-    if query_hover is not None and len(query_hover) != len(query_tokens):
-        raise ValueError(f"{len(query_hover)} query hovers for {len(query_tokens)} queries")
+    (``query_hover`` and ``key_hover`` replace them when given)."""
+    for hover, tokens, what in ((query_hover, query_tokens, "query"),
+                                (key_hover, key_tokens, "key")):
+        if hover is not None and len(hover) != len(tokens):
+            raise ValueError(f"{len(hover)} {what} hovers for {len(tokens)} {what} tokens")
     q = escape(query_hover) if query_hover is not None else [
         f"{i}: {t}" for i, t in enumerate(escape(query_tokens))]
-    k = [f"{j}: {t}" for j, t in enumerate(escape(key_tokens))]
+    k = escape(key_hover) if key_hover is not None else [
+        f"{j}: {t}" for j, t in enumerate(escape(key_tokens))]
     grid = np.empty((len(q), len(k), 2), dtype=object)
     grid[..., 0] = np.array(q, dtype=object)[:, None]
     grid[..., 1] = np.array(k, dtype=object)[None, :]

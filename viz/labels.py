@@ -4,6 +4,7 @@ axes."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,11 +13,12 @@ from .style import SPECIAL_TOKEN_COLOR
 
 
 def visible(token: str) -> str:
-    """A token that is only spaces shows them as ``␣`` (an empty one as ``∅``); others as is."""
+    """A token made only of whitespace (spaces, no-break or ideographic spaces) shows each as
+    ``␣`` (an empty one as ``∅``); other tokens as they are."""
     token = str(token)
     if not token:
         return "∅"
-    return token.replace(" ", "␣") if not token.strip() else token
+    return re.sub(r"\s", "␣", token) if not token.strip() else token
 
 
 def escape(tokens: Sequence[str]) -> list[str]:

@@ -32,6 +32,7 @@ PANELS = ("① scores QKᵀ/√dₖ", "② mask", "③ masked: −∞", "④ sof
 def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
               key_tokens: Sequence[str], *, title: str = "",
               query_hover: Sequence[str] | None = None,
+              key_hover: Sequence[str] | None = None,
               special: tuple[Sequence[int], Sequence[int]] = ((), ())) -> go.Figure:
     """Four panels side by side: raw scores, the mask, masked scores and the softmax.
 
@@ -41,7 +42,8 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
         weights: ``[query, key]`` weights after softmax.
         query_tokens, key_tokens: axis labels.
         title: the figure's title.
-        query_hover: what hovering a row says of its query (default ``"i: token"``).
+        query_hover, key_hover: what hovering a cell says of its query and key (default
+            ``"i: token"``, i counted from the first token drawn).
         special: positions of special tokens on the query and key axes, drawn grey italic.
 
     Returns:
@@ -58,7 +60,7 @@ def mask_view(scores, allowed, weights, query_tokens: Sequence[str],
     if max(n_q, n_k) > MAX_TOKENS:
         raise ValueError(f"the mask view draws at most {MAX_TOKENS} tokens a side; choose a "
                          f"window of the input")
-    custom = _hover_data(query_tokens, key_tokens, query_hover)
+    custom = _hover_data(query_tokens, key_tokens, query_hover, key_hover)
     finite = scores[np.isfinite(scores)]
     bound = float(np.abs(finite).max()) if finite.size else 1.0
     fig = make_subplots(rows=1, cols=4, subplot_titles=PANELS, horizontal_spacing=0.045)

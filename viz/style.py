@@ -68,7 +68,10 @@ def head_dash(head: int) -> str:
 
 def head_label(head: int) -> str:
     """A head's name with the emoji of its colour (circles for 0-7, squares for 8-15), so that
-    widget chips match the lines: ``"🔵 head 0"``. From head 16 on, its colour in words."""
+    widget chips match the lines: ``"🔵 head 0"``. From head 16 on, its line style in words
+    (``"head 16 (dot)"``); colour and style repeat every 32 heads. The emoji are the nearest
+    there are: 🟡 stands for an olive yellow (bright yellow would fade on white) and ⚫ for
+    grey."""
     round_ = head // len(HEAD_COLORS)
     if round_ < len(HEAD_MARKS):
         return f"{HEAD_MARKS[round_][head % len(HEAD_COLORS)]} head {head}"

@@ -7,9 +7,12 @@ explanation of a decision.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..trace import AttentionTrace
+from .views import FIT_ABOVE
 
 
 def rollout(trace: AttentionTrace, name: str, residual: float = 0.5) -> np.ndarray:
@@ -70,3 +73,51 @@ def without_first_token(flow: np.ndarray) -> np.ndarray:
     rest = np.asarray(flow, dtype=np.float64)[:, 1:]
     total = rest.sum(axis=-1, keepdims=True)
     return np.divide(rest, total, out=np.zeros_like(rest), where=total > 0)
+
+
+@dataclass(frozen=True)
+class RolloutView:
+    """One layer of a rollout as the page draws it.
+
+    Attributes:
+        flow: ``[query, key]`` (without the first key when it was left out).
+        allowed: the mask, cut like ``flow``.
+        key_tokens, key_special: the keys drawn and the special ones among them.
+        sink_share: the first key's mean weight before anything was left out.
+        left_out: whether the first key was left out (rows rescaled).
+        zmax: the weight drawn darkest (1, or fitted off the diagonal for long inputs).
+    """
+
+    flow: np.ndarray
+    allowed: np.ndarray
+    key_tokens: list[str]
+    key_special: list[int]
+    sink_share: float
+    left_out: bool
+    zmax: float
+
+
+def rollout_view(flow: np.ndarray, allowed: np.ndarray, key_tokens, key_special,
+                 first: str = "auto", fit_above: int = FIT_ABOVE) -> RolloutView:
+    """Cut one layer's rollout ``[query, key]`` for drawing.
+
+    Args:
+        first: ``"keep"`` the first key, ``"leave out"`` its column (rows rescaled), or
+            ``"auto"``: leave it out when it holds more than :data:`SINK_SHARE` of the weight.
+        fit_above: past this many keys, colours are fitted to the largest weight off the
+            diagonal.
+    """
+    if first not in ("auto", "keep", "leave out"):
+        raise ValueError(f"first must be 'auto', 'keep' or 'leave out', not {first!r}")
+    share = first_token_share(flow)
+    key_tokens, key_special = list(key_tokens), list(key_special)
+    leave_out = len(key_tokens) > 1 and (
+        first == "leave out" or (first == "auto" and share > SINK_SHARE))
+    if leave_out:
+        flow, allowed = without_first_token(flow), np.asarray(allowed)[:, 1:]
+        key_tokens, key_special = key_tokens[1:], [p - 1 for p in key_special if p > 0]
+    zmax = 1.0
+    if len(key_tokens) > fit_above:  # long inputs: fit the colours to what moved
+        zmax = off_diagonal_peak(flow, key_offset=1 if leave_out else 0)
+    return RolloutView(np.asarray(flow), np.asarray(allowed), key_tokens, key_special, share,
+                       leave_out, zmax)

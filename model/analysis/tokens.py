@@ -27,12 +27,14 @@ class TokenNote:
         count: how many tokens (unknown) or characters (pieces) it concerns.
         total: tokens of the input axes.
         examples: up to :data:`EXAMPLES` of the texts concerned, in order, without repeats.
+        label: how the first of them is labelled on the charts (``狗[1/3]``; unknown: ``""``).
     """
 
     kind: str
     count: int
     total: int
     examples: list[str]
+    label: str = ""
 
 
 def token_notes(trace: AttentionTrace) -> list[TokenNote]:
@@ -45,8 +47,10 @@ def token_notes(trace: AttentionTrace) -> list[TokenNote]:
     if unknown:
         texts = list(dict.fromkeys(t for t in unknown.values() if t.strip()))
         notes.append(TokenNote("unknown", len(unknown), len(tokens), texts[:EXAMPLES]))
-    pieces = [m.group(1).strip() for m in map(PIECE.match, tokens) if m and m.group(2) == "1"]
-    if pieces:
-        chars = list(dict.fromkeys(pieces))
-        notes.append(TokenNote("pieces", len(pieces), len(tokens), chars[:EXAMPLES]))
+    firsts = [(m.group(1).strip() or m.group(1), m.group(0)) for m in map(PIECE.match, tokens)
+              if m and m.group(2) == "1"]
+    if firsts:
+        chars = list(dict.fromkeys(char for char, _ in firsts))
+        notes.append(TokenNote("pieces", len(firsts), len(tokens), chars[:EXAMPLES],
+                               label=firsts[0][1].strip()))
     return notes

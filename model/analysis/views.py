@@ -58,13 +58,26 @@ def query_rows(trace: AttentionTrace, name: str) -> Rows:
 SENTENCE_ENDS = {".", "。", "!", "?", "！", "？", "[SEP]", "</s>", "<eos>"}
 
 
-def sentence_split(tokens) -> int:
+def sentence_split(tokens, special=()) -> int:
     """Where the first sentence ends (the position after its full stop, question mark or
-    separator) when tokens follow it; else the middle: a default cut between "sentence A" and
-    "sentence B" that does not fall mid-sentence."""
+    separator) when words follow it; else the middle: a default cut between "sentence A" and
+    "sentence B" that does not fall mid-sentence.
+
+    Args:
+        tokens: the axis's tokens.
+        special: positions of special tokens (``[CLS]``, ``[SEP]``): they are not words.
+    """
     tokens = [str(t).strip() for t in tokens]
-    ends = [i + 1 for i, t in enumerate(tokens) if t in SENTENCE_ENDS and i + 1 < len(tokens)]
-    return ends[0] if ends else len(tokens) // 2
+    special = set(special)
+    words = [i for i, t in enumerate(tokens) if i not in special and t not in SENTENCE_ENDS]
+    ends = [i + 1 for i, t in enumerate(tokens)
+            if t in SENTENCE_ENDS and any(w > i for w in words)]
+    if not ends:
+        return len(tokens) // 2
+    cut = ends[0]
+    while cut not in words:  # a separator after the stop belongs to the first sentence
+        cut += 1
+    return cut
 
 
 def boundary_label(tokens, i: int) -> str:
@@ -121,7 +134,8 @@ class Window:
         queries, keys: slices of the query and key axes.
         query_tokens, key_tokens: the rows' names (:func:`query_rows`) and the key tokens in
             the window.
-        query_labels: what each row's hover says, positions counted in the whole input.
+        query_labels, key_labels: what each row's and column's hover says, positions counted in
+            the whole input.
         query_special, key_special: positions of special tokens inside the window.
     """
 
@@ -131,6 +145,7 @@ class Window:
     query_tokens: list[str]
     key_tokens: list[str]
     query_labels: list[str]
+    key_labels: list[str]
     query_special: list[int]
     key_special: list[int]
 
@@ -146,8 +161,9 @@ def window(trace: AttentionTrace, name: str, start: int, stop: int) -> Window:
         0, len(k_tokens))
     rows = query_rows(trace, name)
     k_special = trace.special(name)[1]
+    key_labels = [f"{keys.start + j}: {t}" for j, t in enumerate(k_tokens[keys])]
     return Window(start, queries, keys, rows.labels[queries], list(k_tokens[keys]),
-                  rows.hover[queries], _inside(rows.special, queries),
+                  rows.hover[queries], key_labels, _inside(rows.special, queries),
                   _inside(k_special, keys))
 
 

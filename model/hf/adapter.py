@@ -157,9 +157,14 @@ class HFModel:
 
     def _unknown(self, ids: np.ndarray, text: str | None) -> dict[int, str]:
         """Positions of ``[UNK]`` among ``ids`` and the text each replaced (read from a fast
-        tokenizer's offsets; ``""`` where they are not available)."""
-        unk = self.tokenizer.unk_token_id
-        positions = [int(p) for p in np.flatnonzero(ids == unk)] if unk is not None else []
+        tokenizer's offsets; ``""`` where they are not available). Tokenizers that reuse their
+        unknown token as the start, end or padding token (GPT-2 and SmolLM2's
+        ``<|endoftext|>``) never mark unknown text with it, so none is reported."""
+        tok = self.tokenizer
+        unk = tok.unk_token_id
+        if unk is None or unk in (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id):
+            return {}
+        positions = [int(p) for p in np.flatnonzero(ids == unk)]
         if not positions:
             return {}
         spans: list = []
@@ -227,8 +232,7 @@ class HFModel:
                      "decoder.self": (tgt_index, tgt_index),
                      "decoder.cross": (tgt_index, src_index)}
             special = {"source": src_special, "target": tgt_special}
-            unknown = {"source": self._unknown(src_ids, text),
-                       "target": self._unknown(tgt_ids, None)}
+            unknown = {"source": self._unknown(src_ids, text)}
         else:
             labels, special_positions = display_tokens(self.tokenizer, src_ids)
             tokens = dict(tokens=labels, ids=src_ids)
