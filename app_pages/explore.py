@@ -34,8 +34,9 @@ scale = widgets.radio(
          f"layer's largest weight is the darkest; automatic fits past {FIT_ABOVE} tokens.")
 view = layer_view(trace, name, layer, head, fit=COLOUR_SCALES[scale])  # every head once
 if view.fitted:
-    st.caption(f"Colours fitted to this layer: the darkest cell is its largest weight, "
-               f"{view.zmax:.3f}.")
+    st.caption(f"Colours fitted to this layer: the darkest colour is its largest weight away "
+               f"from the first token, {view.zmax:.3f}; weights on the first token (often an "
+               f"'attention sink') may be larger and are drawn darkest too.")
 chart(
     viz.attention_heatmap(view.weights, rows.labels, k_tokens, allowed=view.allowed,
                           title=f"{name} · layer {layer} · head {head}", y_title=rows.title,

@@ -103,7 +103,9 @@ def test_layer_view_holds_the_layer_its_head_mask_and_fitted_ceiling(seed_trace)
     np.testing.assert_array_equal(view.layer_weights, seed_trace.layer_weights("decoder.self", 2))
     np.testing.assert_array_equal(view.weights, seed_trace.weights("decoder.self", 2, 5))
     np.testing.assert_array_equal(view.allowed, seed_trace.mask("decoder.self", 2))
-    assert view.zmax == pytest.approx(float(view.layer_weights.max()))
+    # fitted to the largest weight away from the first token: a causal first row is all 1
+    assert view.zmax == pytest.approx(float(view.layer_weights[:, 1:, 1:].max()))
+    assert view.zmax < view.layer_weights.max() == pytest.approx(1.0)
     assert layer_view(seed_trace, "decoder.self", 2, 5).zmax == 1.0
     with pytest.raises(ValueError, match="head 8 is out of range"):
         layer_view(seed_trace, "decoder.self", 2, 8)

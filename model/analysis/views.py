@@ -93,7 +93,9 @@ class LayerView:
         layer_weights: ``[head, query, key]``.
         weights: the chosen head's ``[query, key]``.
         allowed: the layer's mask, bool ``[query, key]``.
-        zmax: the weight drawn darkest: 1, or the layer's largest weight when fitted.
+        zmax: the weight drawn darkest: 1, or when fitted the layer's largest weight away
+            from the first token (whose row is all 1 in a causal model and whose column is
+            often an attention sink); weights above it are drawn darkest too.
         fitted: whether the colours were fitted to the layer.
     """
 
@@ -121,7 +123,8 @@ def layer_view(trace: AttentionTrace, name: str, layer: int, head: int,
         raise ValueError(f"head {head} is out of range 0..{len(layer_weights) - 1}")
     if fit is None:
         fit = layer_weights.shape[-1] > FIT_ABOVE
-    zmax = float(max(layer_weights.max(), 1e-6)) if fit else 1.0
+    rest = layer_weights[:, 1:, 1:] if min(layer_weights.shape[1:]) > 1 else layer_weights
+    zmax = float(max(rest.max(), 1e-6)) if fit else 1.0
     return LayerView(layer_weights, layer_weights[head], trace.mask(name, layer), zmax, fit)
 
 
