@@ -57,9 +57,7 @@ st.caption(f"{len(written) - 1} words written one at a time, then the end token.
 n_steps = len(trace.steps)
 step = widgets.slider("Generation step", 1, n_steps, min(4, n_steps), key="step",
                       help="At step t the decoder has written t − 1 words and chooses word t.")
-so_far, chosen = written[:step - 1], written[step - 1]
-st.markdown(f"**Step {step}:** written so far: {' '.join(so_far) or '(nothing yet)'} → "
-            f"chooses **{chosen}**")
+step_line = st.empty()  # filled once the step is cut from the trace, below the selectors
 
 n_layers = trace.layers("decoder.cross")
 left, right = st.columns(2)
@@ -69,6 +67,8 @@ head_choice = widgets.selectbox("Heads", ["average", *range(trace.n_heads)], key
                                 container=right, format_func=lambda h: "average of all heads"
                                 if h == "average" else f"head {h}")
 now = generation_step(trace, step, layer, None if head_choice == "average" else head_choice)
+step_line.markdown(f"**Step {step}:** written so far: {' '.join(now.so_far) or '(nothing yet)'} "
+                   f"→ chooses **{now.chosen}**")
 
 col_self, col_cross = st.columns(2)
 with col_self:

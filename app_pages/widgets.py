@@ -27,24 +27,25 @@ def _remembered(key: str) -> bool:
     return key in st.session_state
 
 
-def selectbox(label: str, options, *, key: str, container=st, index: int = 0, **kwargs):
-    """``st.selectbox`` whose remembered value falls back to ``options[index]`` when the
-    options lost it."""
+def _one_of(widget, label: str, options, key: str, index: int, kwargs: dict):
+    """Draw a one-choice ``widget`` whose remembered value falls back to ``options[index]``."""
     options = list(options)
     index = min(index, max(len(options) - 1, 0))
     if _remembered(key) and options and not _holds(options, st.session_state[key]):
         st.session_state[key] = options[index]
     default = {} if _remembered(key) else {"index": index}
-    return container.selectbox(label, options, key=key, **default, **kwargs)
+    return widget(label, options, key=key, **default, **kwargs)
+
+
+def selectbox(label: str, options, *, key: str, container=st, index: int = 0, **kwargs):
+    """``st.selectbox`` whose remembered value falls back to ``options[index]`` when the
+    options lost it."""
+    return _one_of(container.selectbox, label, options, key, index, kwargs)
 
 
 def radio(label: str, options, *, key: str, container=st, index: int = 0, **kwargs):
     """``st.radio`` whose remembered value falls back to ``options[index]``."""
-    options = list(options)
-    if _remembered(key) and options and not _holds(options, st.session_state[key]):
-        st.session_state[key] = options[index]
-    default = {} if _remembered(key) else {"index": index}
-    return container.radio(label, options, key=key, **default, **kwargs)
+    return _one_of(container.radio, label, options, key, index, kwargs)
 
 
 def select_slider(label: str, options, value, *, key: str, container=st, **kwargs):

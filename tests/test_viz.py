@@ -114,3 +114,10 @@ def test_colour_scale_can_be_fitted_to_small_weights(seed_trace):
     grid = viz.heads_grid(layer, q, k, zmax=0.25)
     assert fig.layout.coloraxis.cmax == 0.25 and grid.layout.coloraxis.cmax == 0.25
     assert viz.attention_heatmap(layer[0], q, k).layout.coloraxis.cmax == 1
+
+
+def test_a_short_heatmap_is_tall_enough_for_its_axis_title():
+    fig = viz.attention_heatmap(np.ones((1, 1)), ["猫"], ["<bos>"],
+                                y_title="query: the word being written")
+    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    assert plot_height >= 7 * len("query: the word being written")

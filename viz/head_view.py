@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .labels import LABEL_PX, escape
+from .labels import escape, labels_that_fit
 from .style import (
     TOKEN_MARKER_COLOR,
     TOKEN_MARKER_SIZE,
@@ -89,8 +89,8 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
                           "dash": head_dash(h)}))
     rows = max(n_q, n_k)
     height = max(300, min(MAX_HEIGHT, 90 + ROW_PX * rows))
-    row_px = (height - 90) / max(rows, 1)
-    every = max(1, int(np.ceil(LABEL_PX / row_px)))  # label every k-th token when rows crowd
+    # label every k-th token when the rows crowd
+    every = max(1, int(np.ceil(rows / labels_that_fit(height - 90))))
     columns = ((0, y_q, query_tokens, query_hover, "left"),
                (1, y_k, key_tokens, key_hover, "right"))
     for x, y, tokens, hover, side in columns:

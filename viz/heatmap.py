@@ -125,7 +125,8 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
     fig.update_layout(
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": "weight"}}},
-        height=max(320, 140 + cell * n_q), width=None,
+        # tall enough for the rows, and for the y title along a short plot (7 px a character)
+        height=max(320, 140 + cell * n_q, 150 + 7 * len(y_title)), width=None,
         margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
     # Slanted labels need room for their length; on a thinned long axis they stand upright, one
     # line height apart.

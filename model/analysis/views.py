@@ -114,9 +114,9 @@ def layer_view(trace: AttentionTrace, name: str, layer: int, head: int,
     """Every head of ``layer`` once, the chosen ``head``, the mask and the colour ceiling.
 
     Args:
-        fit: make the layer's largest weight the darkest colour (long inputs spread each row
-            thin, so every weight is small); None fits when there are more than
-            :data:`FIT_ABOVE` keys.
+        fit: fit the colours (see :attr:`LayerView.zmax`): long inputs spread each row thin,
+            so every weight is small; None fits when there are more than :data:`FIT_ABOVE`
+            keys.
     """
     layer_weights = trace.layer_weights(name, layer)  # [head, query, key]
     if not 0 <= head < len(layer_weights):
@@ -133,8 +133,8 @@ class Window:
     """A stretch of query tokens (and, for self-attention, the same stretch of keys).
 
     Attributes:
-        start: the first query's position in the input.
-        queries, keys: slices of the query and key axes.
+        queries, keys: slices of the query and key axes (``queries.start``: the first query's
+            position in the input).
         query_tokens, key_tokens: the rows' names (:func:`query_rows`) and the key tokens in
             the window.
         query_labels, key_labels: what each row's and column's hover says, positions counted in
@@ -142,7 +142,6 @@ class Window:
         query_special, key_special: positions of special tokens inside the window.
     """
 
-    start: int
     queries: slice
     keys: slice
     query_tokens: list[str]
@@ -165,7 +164,7 @@ def window(trace: AttentionTrace, name: str, start: int, stop: int) -> Window:
     rows = query_rows(trace, name)
     k_special = trace.special(name)[1]
     key_labels = [f"{keys.start + j}: {t}" for j, t in enumerate(k_tokens[keys])]
-    return Window(start, queries, keys, rows.labels[queries], list(k_tokens[keys]),
+    return Window(queries, keys, rows.labels[queries], list(k_tokens[keys]),
                   rows.hover[queries], key_labels, _inside(rows.special, queries),
                   _inside(k_special, keys))
 
@@ -208,8 +207,8 @@ class GenerationStep:
 
     Attributes:
         step: 1-based; at step t the decoder has written t − 1 words and chooses word t.
-        written: every word written, then ``<eos>``.
-        rows: the decoder's rows, named by the word each writes (:func:`query_rows`).
+        rows: the decoder's rows, named by the word each writes (:func:`query_rows`): every
+            word written, then ``<eos>``.
         self_weights, self_allowed: masked self-attention up to this step, ``[step, step]``:
             rows ``rows.labels[:step]``, keys ``self_keys``.
         self_keys: the decoder's input tokens up to this step (``<bos>``, 猫, …).
@@ -222,7 +221,6 @@ class GenerationStep:
     """
 
     step: int
-    written: list[str]
     rows: Rows
     self_weights: np.ndarray
     self_allowed: np.ndarray
@@ -238,12 +236,12 @@ class GenerationStep:
     @property
     def chosen(self) -> str:
         """The word written at this step."""
-        return self.written[self.step - 1]
+        return self.rows.labels[self.step - 1]
 
     @property
     def so_far(self) -> list[str]:
         """The words written before this step."""
-        return self.written[:self.step - 1]
+        return self.rows.labels[:self.step - 1]
 
 
 def written_words(trace: AttentionTrace) -> list[str]:
@@ -263,16 +261,17 @@ def generation_step(trace: AttentionTrace, step: int, layer: int,
     if not 1 <= step <= len(trace.steps):
         raise ValueError(f"step {step} is out of range 1..{len(trace.steps)}")
     t = step - 1  # the query row that writes word t + 1
-    written = written_words(trace)
+    rows = query_rows(trace, "decoder.cross")
+    chosen = rows.labels[t]
     self_w = trace.head_or_mean("decoder.self", layer, head)
     cross_w = trace.head_or_mean("decoder.cross", layer, head)
     top = trace.steps[t].top_k
     words = [word for word, _ in top]
     return GenerationStep(
-        step=step, written=written, rows=query_rows(trace, "decoder.cross"),
+        step=step, rows=rows,
         self_weights=self_w[:step, :step],
         self_allowed=trace.mask("decoder.self", layer)[:step, :step],
         self_keys=list(trace.target_tokens[:step]), cross_row=cross_w[t],
         cross_peak=int(cross_w[t].argmax()), source_tokens=list(trace.source_tokens),
         alignment=cross_w, top_words=words, top_probabilities=[p for _, p in top],
-        top_chosen=words.index(written[t]) if written[t] in words else None)
+        top_chosen=words.index(chosen) if chosen in words else None)

@@ -50,16 +50,18 @@ class HFModel:
         tokenizer: its tokenizer.
         family: its family (from the config).
         device: where it runs.
+        dims: its sizes, when already read from the config (else read here).
     """
 
-    def __init__(self, name: str, model, tokenizer, family: Family, device: torch.device):
+    def __init__(self, name: str, model, tokenizer, family: Family, device: torch.device,
+                 dims: ModelDims | None = None):
         self.name = name
         self.model = model
         self.tokenizer = tokenizer
         self.family = Family(family)
         self.device = device
         self.config = model.config
-        self.dims: ModelDims = read_dims(self.config, self.family)
+        self.dims: ModelDims = dims or read_dims(self.config, self.family)
         self.positions: PositionInfo = read_positions(self.config)
 
     @property
@@ -101,7 +103,7 @@ class HFModel:
         try:
             config = from_pretrained(AutoConfig, source, local_only, **common)
             family = detect_family(config)
-            read_dims(config, family)  # refuse a config without attention before loading weights
+            dims = read_dims(config, family)  # refuse a config without attention before weights
             tokenizer = from_pretrained(AutoTokenizer, source, local_only, **common)
             model = from_pretrained(auto_class(family), source, local_only, dtype=torch.float32,
                                     **common)
@@ -113,7 +115,7 @@ class HFModel:
         model.to(device_t).eval()
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-        return cls(spec, model, tokenizer, family, device_t)
+        return cls(spec, model, tokenizer, family, device_t, dims)
 
     # --- tracing ------------------------------------------------------------------------
 
