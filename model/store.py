@@ -18,6 +18,36 @@ NO_SCORES = ("this trace holds no scores (an export keeps weights only); run the
              "to see them")
 
 
+class IndexOutOfRange(IndexError, ValueError):
+    """An index (layer, head, position) outside its valid range; the message names the range.
+
+    Both an :class:`IndexError` and, as before, a :class:`ValueError`.
+    """
+
+
+def check_index(value, size: int, what: str, of: str = "") -> int:
+    """``value`` as a plain int in ``0..size - 1``; negative indices are refused.
+
+    Args:
+        value: a Python int or a numpy integer (never a bool).
+        size: how many there are.
+        what: what it indexes (``"layer"``, ``"head"``), for the message.
+        of: what holds them, for the message (``"decoder.self has 6 layers"``).
+
+    Raises:
+        TypeError: ``value`` is not an integer (a bool, a float, a string, None, ...).
+        IndexOutOfRange: ``value`` is outside ``0..size - 1``.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__} {value!r}")
+    value = int(value)
+    if not 0 <= value < size:
+        valid = f" 0..{size - 1}" if size > 0 else ": there is none"
+        raise IndexOutOfRange(f"{what} {value} is out of range{valid}" +
+                              (f" ({of})" if of else ""))
+    return value
+
+
 def readonly(array: np.ndarray) -> np.ndarray:
     """``array`` as a numpy array that refuses writes."""
     array = np.asarray(array)
@@ -27,7 +57,12 @@ def readonly(array: np.ndarray) -> np.ndarray:
 
 @runtime_checkable
 class AttentionStore(Protocol):
-    """One attention kind of a trace, ``[layer, head, query, key]``."""
+    """One attention kind of a trace, ``[layer, head, query, key]``.
+
+    :class:`model.trace.AttentionTrace` checks every layer and head (with :func:`check_index`)
+    before it asks a store, so a store may assume valid indices; :class:`DenseStore` checks
+    them again for callers that use it directly.
+    """
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -105,18 +140,28 @@ class DenseStore:
 
     def __getitem__(self, index: tuple[int, int]) -> np.ndarray:
         layer, head = index
-        return self.weights[layer, head]
+        return self.weights[self._layer(layer), self._head(head)]
 
     def layer(self, layer: int) -> np.ndarray:
-        return self.weights[layer]
+        return self.weights[self._layer(layer)]
 
     def stack(self) -> np.ndarray:
         return self.weights
 
     def mask(self, layer: int) -> np.ndarray:
+        self._layer(layer)
         return self._mask
 
     def scores(self, layer: int, head: int) -> np.ndarray:
+        layer, head = self._layer(layer), self._head(head)
         if self._scores is None:
             raise ValueError(NO_SCORES)
         return self._scores[layer, head]
+
+    def _layer(self, layer: int) -> int:
+        n = self.weights.shape[0]
+        return check_index(layer, n, "layer", f"the store has {n} layers")
+
+    def _head(self, head: int) -> int:
+        n = self.weights.shape[1]
+        return check_index(head, n, "head", f"the store has {n} heads")

@@ -33,7 +33,7 @@ from .facts import (
     Step,
     dims_from_facts,
 )
-from .store import AttentionStore, DenseStore, readonly
+from .store import AttentionStore, DenseStore, check_index, readonly
 
 TOKEN_FIELDS = {"tokens": ("tokens", "ids"), "source": ("source_tokens", "source_ids"),
                 "target": ("target_tokens", "target_ids")}
@@ -42,6 +42,12 @@ TOKEN_FIELDS = {"tokens": ("tokens", "ids"), "source": ("source_tokens", "source
 @dataclass(frozen=True)
 class AttentionTrace:
     """Token strings, input ids and attention weights of one run, with its metadata.
+
+    Every method taking a layer or head index takes a Python int or a numpy integer, 0-based
+    and non-negative: a bool, a float, a string or None raises :class:`TypeError`, an index
+    out of range raises :class:`~model.store.IndexOutOfRange` (an :class:`IndexError` and a
+    :class:`ValueError`) naming the valid range; an unknown kind name raises
+    :class:`ValueError` naming the kinds (a name that is not a string, :class:`TypeError`).
 
     Args:
         model: the model's name (a bundled name, hub id or path).
@@ -145,6 +151,10 @@ class AttentionTrace:
             raise ValueError(f"{what} for {axis!r}: a {self.family} trace has the token axes "
                              f"{self.family.axis_names}")
         n = len(getattr(self, TOKEN_FIELDS[axis][0]))
+        positions = list(positions)
+        for p in positions:
+            if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer)):
+                raise TypeError(f"{what} must be integers, not {type(p).__name__} {p!r}")
         positions = [int(p) for p in positions]
         if any(not 0 <= p < n for p in positions):
             raise ValueError(f"{what} {positions} fall outside {n} {axis}")
@@ -189,13 +199,18 @@ class AttentionTrace:
 
         Returns:
             float32 ``[query, key]``, rows summing to 1.
+
+        Raises:
+            TypeError: ``layer`` or ``head`` is not an integer (a bool included).
+            IndexError: ``layer`` or ``head`` is out of range (also a ValueError).
+            ValueError: ``name`` is not one of :attr:`names`.
         """
-        self._check_index(name, layer, head)
+        layer, head = self._layer(name, layer), self._head(head)
         return np.asarray(self.attention[name][layer, head], dtype=np.float32)
 
     def layer_weights(self, name: str, layer: int) -> np.ndarray:
         """All heads of one layer: float32 ``[head, query, key]``, the caller's own copy."""
-        self._check_index(name, layer, 0)
+        layer = self._layer(name, layer)
         return np.require(self.attention[name].layer(layer), np.float32, ["W"])
 
     def mean_weights(self, name: str, layer: int) -> np.ndarray:
@@ -221,7 +236,7 @@ class AttentionTrace:
         Raises:
             ValueError: the trace keeps weights only (a loaded export).
         """
-        self._check_index(name, layer, head)
+        layer, head = self._layer(name, layer), self._head(head)
         return np.asarray(self.attention[name].scores(layer, head), dtype=np.float32)
 
     def masked_scores(self, name: str, layer: int, head: int) -> np.ndarray:
@@ -235,7 +250,7 @@ class AttentionTrace:
         Pretrained models answer with the mask they received; the own models and loaded
         exports with the rule (lower-triangular for causal kinds, and the sliding window).
         """
-        self._check_index(name, layer, 0)
+        layer = self._layer(name, layer)
         return np.asarray(self.attention[name].mask(layer), dtype=bool)
 
     def special(self, name: str) -> tuple[list[int], list[int]]:
@@ -247,9 +262,7 @@ class AttentionTrace:
 
     def kv_head(self, head: int) -> int:
         """The key/value head that query head ``head`` reads (grouped-query attention)."""
-        if not 0 <= head < self.n_heads:
-            raise ValueError(f"head {head} is out of range 0..{self.n_heads - 1}")
-        return head // (self.n_heads // self.n_kv_heads)
+        return self._head(head) // (self.n_heads // self.n_kv_heads)
 
     @property
     def dims(self) -> ModelDims | None:
@@ -268,16 +281,21 @@ class AttentionTrace:
         return self.attention[name]
 
     def _check_name(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"the attention kind must be a string, one of {self.names}; not "
+                            f"{type(name).__name__} {name!r}")
         if name not in self.names:
             raise ValueError(
                 f"{name!r} is not in this {self.family} trace; choose from {self.names}")
 
-    def _check_index(self, name: str, layer: int, head: int) -> None:
-        n_layers = self.layers(name)
-        if not 0 <= layer < n_layers:
-            raise ValueError(f"layer {layer} is out of range 0..{n_layers - 1} for {name}")
-        if not 0 <= head < self.n_heads:
-            raise ValueError(f"head {head} is out of range 0..{self.n_heads - 1}")
+    def _layer(self, name: str, layer: int) -> int:
+        """``layer`` checked against the layers of ``name`` (and ``name`` checked)."""
+        n = self.layers(name)
+        return check_index(layer, n, "layer", f"{name} has {n} layers")
+
+    def _head(self, head: int) -> int:
+        """``head`` checked against the query heads."""
+        return check_index(head, self.n_heads, "head", f"{self.n_heads} query heads per layer")
 
     # --- export -------------------------------------------------------------------------
 
@@ -327,6 +345,7 @@ class AttentionTrace:
         for derived in ("n_layers", "layers"):
             meta.pop(derived, None)
         steps = tuple(Step.from_dict(record) for record in meta.pop("steps", []))
-        unknown = meta.pop("unknown", {})
+        unknown = {axis: {int(p): text for p, text in texts.items()}  # JSON keys are strings
+                   for axis, texts in meta.pop("unknown", {}).items()}
         return cls(family=family, attention=attention, meta=meta, steps=steps, unknown=unknown,
                    **fields, **kwargs)
