@@ -1,11 +1,19 @@
-"""Attention Explorer: the frame (page config, shared sidebar, navigation)."""
+"""Attention Explorer: the frame (page config, shared sidebar, navigation), and the last line of
+defence: an unexpected error shows one short message and goes to the server's log, never a
+traceback in the browser (``ATTENTION_EXPLORER_DEBUG=1`` lets it through, as the tests do)."""
 
 from __future__ import annotations
+
+import logging
+import os
+import uuid
 
 import streamlit as st
 
 from app_pages.common import sidebar
 from app_pages.navigation import PAGES
+
+log = logging.getLogger("attention_explorer")
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 pages = [(spec, st.Page(spec.path, title=spec.title, icon=spec.icon, default=spec.default))
@@ -15,5 +23,13 @@ for spec, page in pages:
     sections.setdefault(spec.group, []).append(page)
 current = st.navigation(sections)
 spec = next(spec for spec, page in pages if page is current)
-sidebar(with_text=spec.reads_text)
-current.run()
+try:
+    sidebar(with_text=spec.reads_text)
+    current.run()
+except Exception:  # Streamlit's own stop and rerun are BaseExceptions: they pass through
+    if os.environ.get("ATTENTION_EXPLORER_DEBUG", "") not in ("", "0"):
+        raise
+    incident = uuid.uuid4().hex[:8]
+    log.exception("unexpected error on the page %r (incident %s)", spec.title, incident)
+    st.error(f"Something went wrong on this page, and it has been written to the server's log "
+             f"(incident {incident}). Try another text or model, or reload the page.")

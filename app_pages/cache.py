@@ -1,49 +1,222 @@
-"""All Streamlit caching: models with ``st.cache_resource``, traces and the slow analyses of a
-trace with ``st.cache_data``, keyed on what was traced (a :class:`~app_pages.common.RunKey`)."""
+"""All caching of the app: models with ``st.cache_resource``; traces and the slow analyses of a
+trace in one :class:`SharedCache`, keyed on what was traced (a
+:class:`~app_pages.common.RunKey`).
+
+Traces are immutable, so every session and rerun is served the same object: nothing is copied
+or unpickled per rerun (``st.cache_data`` would copy each time: 183 MB for a 2,000-token smollm2
+trace). The cache is bounded by the bytes it holds, not by a number of entries, and the least
+recently used results go first. At most ``concurrent_runs`` traces or analyses are computed at
+once, and a result that another session is already computing is waited for, not computed
+twice.
+"""
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+import numpy as np
 import streamlit as st
 
 import model
 import viz
 from model.analysis.rollout import rollout
 from model.analysis.statistics import head_stats
+from model.budget import memory_guard
+from model.device import resolve_device
+from model.policy import Limits, LoadPolicy
+
+
+def nbytes(value: Any, _seen: set[int] | None = None) -> int:
+    """The bytes of every numpy array reachable from ``value`` (through dataclasses, objects'
+    attributes, mappings and sequences), each counted once, plus strings and bytes."""
+    seen = set() if _seen is None else _seen
+    if id(value) in seen or value is None or isinstance(value, (bool, int, float, type)):
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        base = value.base if isinstance(value.base, np.ndarray) else None
+        return nbytes(base, seen) if base is not None else value.nbytes
+    if isinstance(value, (str, bytes)):
+        return sys.getsizeof(value)
+    if isinstance(value, dict):
+        return sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sum(nbytes(v, seen) for v in value)
+    if is_dataclass(value):
+        return sum(nbytes(getattr(value, f.name), seen) for f in fields(value))
+    if hasattr(value, "__dict__"):
+        return nbytes(vars(value), seen)
+    return 0
+
+
+class SharedCache:
+    """A least-recently-used cache bounded by bytes, shared by every session, that computes each
+    key once and at most ``workers`` keys at a time.
+
+    Args:
+        max_bytes: the most it holds; a result larger than this is returned but not kept.
+        workers: computations running at once.
+    """
+
+    def __init__(self, max_bytes: int, workers: int):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._running: dict[Hashable, threading.Lock] = {}
+        self._workers = threading.BoundedSemaphore(max(1, workers))
+
+    @property
+    def size(self) -> int:
+        """Bytes held now."""
+        with self._lock:
+            return sum(size for _, size in self._items.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def peek(self, key: Hashable) -> tuple[bool, Any]:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return True, self._items[key][0]
+            return False, None
+
+    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The cached value of ``key``, else ``compute()`` (once, whoever asks meanwhile)."""
+        found, value = self.peek(key)
+        if found:
+            return value
+        with self._lock:
+            running = self._running.setdefault(key, threading.Lock())
+        with running:  # a second asker waits for the first
+            found, value = self.peek(key)
+            if found:
+                return value
+            try:
+                with self._workers:
+                    value = compute()
+                self._put(key, value)
+            finally:
+                with self._lock:
+                    self._running.pop(key, None)
+        return value
+
+    def _put(self, key: Hashable, value: Any) -> None:
+        size = nbytes(value)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            self._items[key] = (value, size)
+            total = sum(s for _, s in self._items.values())
+            while total > self.max_bytes:
+                _, (_, dropped) = self._items.popitem(last=False)
+                total -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+@st.cache_resource
+def limits() -> Limits:
+    """The operator's limits (environment variables, read once per server)."""
+    return Limits.from_env()
+
+
+@st.cache_resource
+def policy() -> LoadPolicy:
+    """The operator's load policy for this server's address (read once per server)."""
+    return LoadPolicy.from_env(st.get_option("server.address"))
+
+
+@st.cache_resource
+def shared_cache() -> SharedCache:
+    """The one cache of traces and analyses of this server."""
+    bounds = limits()
+    return SharedCache(bounds.trace_cache_bytes, bounds.concurrent_runs)
+
+
+def get_model(spec: str, device: str = "auto") -> model.LoadedModel:
+    """The loaded model for ``spec`` on ``device``, shared by every session; ``auto`` is
+    resolved first, so that ``auto`` and the device it means share one copy."""
+    return _load(spec.strip(), str(resolve_device(device)))
 
 
 @st.cache_resource(show_spinner="Loading the model… (a GGUF file is converted once: ~30 s)",
                    max_entries=4)
-def get_model(spec: str, device: str = "auto") -> model.LoadedModel:
-    """The loaded model for ``spec``, shared by every session."""
-    return model.load(spec, device=device)
+def _load(spec: str, device: str) -> model.LoadedModel:
+    rules = policy()
+    return model.load(spec, device=device, trust_remote_code=rules.trust_remote_code,
+                      policy=rules)
 
 
-@st.cache_data(show_spinner="Running the model and capturing attention…", max_entries=16)
+def _cached(key: tuple, spinner: str, compute: Callable[[], Any]) -> Any:
+    cache = shared_cache()
+    found, value = cache.peek(key)
+    if found:
+        return value
+    with st.spinner(spinner):
+        return cache.get(key, compute)
+
+
 def get_trace(spec: str, device: str, text: str, target: str | None = None) -> model.AttentionTrace:
-    """The attention trace of ``text`` (and ``target``) under ``spec``."""
-    return get_model(spec, device).trace(text, target=target)
+    """The attention trace of ``text`` (and ``target``) under ``spec``, shared by every session
+    (traces are immutable)."""
+    device = str(resolve_device(device))
+    return _cached(("trace", spec, device, text, target),
+                   "Running the model and capturing attention…",
+                   lambda: _guarded("tracing the text",
+                                    lambda: get_model(spec, device).trace(text, target=target)))
 
 
-@st.cache_data(show_spinner="Computing every head's statistics…", max_entries=16)
 def get_head_stats(key: tuple, name: str) -> dict:
     """:func:`model.analysis.statistics.head_stats` of the run's trace (slow for long inputs:
     every head)."""
-    return head_stats(get_trace(*key), name)
+    return _cached(("head_stats", *key, name), "Computing every head's statistics…",
+                   lambda: _guarded("computing head statistics",
+                                            lambda: _readonly(head_stats(get_trace(*key), name))))
 
 
-@st.cache_data(show_spinner="Rolling attention out through the layers…", max_entries=16)
 def get_rollout(key: tuple, name: str):
     """:func:`model.analysis.rollout.rollout` of the run's trace."""
-    return rollout(get_trace(*key), name)
+    return _cached(("rollout", *key, name), "Rolling attention out through the layers…",
+                   lambda: _guarded("rolling attention out",
+                                            lambda: _readonly(rollout(get_trace(*key), name))))
 
 
-@st.cache_data(show_spinner="Drawing every layer and head…", max_entries=16)
 def get_model_view(key: tuple, name: str) -> dict:
     """The model-view figure of the run's trace as a plain dict (every head computed and
     pooled once).
 
-    A dict, not a ``go.Figure``: an unpickled Figure serialises its layout keys in another
-    order than the original, so the chart's element id changed between the first run and the
-    next, and the click that caused the next run lost its selection.
+    A dict, not a ``go.Figure``: the chart's element id is computed from the figure, and a
+    figure rebuilt from a dict can serialise its layout keys in another order, so the click
+    that caused the next run would lose its selection.
     """
-    return viz.model_view(get_trace(*key), name).to_dict()
+    return _cached(("model_view", *key, name), "Drawing every layer and head…",
+                   lambda: _guarded("drawing the model view",
+                                            lambda: viz.model_view(get_trace(*key),
+                                                                   name).to_dict()))
+
+
+def _guarded(what: str, compute: Callable[[], Any]) -> Any:
+    with memory_guard(what):
+        return compute()
+
+
+def _readonly(value):
+    """``value`` with its numpy arrays made read-only: shared results must not change."""
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _readonly(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _readonly(item)
+    return value

@@ -3,6 +3,7 @@ the one way a page explains an expected error."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ import model
 from app_pages import widgets
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
+from model.budget import check_analysis, check_request, token_budget
 
 DEFAULT_MODEL = "own-translator"
 DEFAULT_TEXT = "The cat sat on the mat"
@@ -39,6 +41,17 @@ KIND_LABELS = {
 }
 
 
+MAX_UPLOAD_MB = 1  # also server.maxUploadSize in .streamlit/config.toml
+
+
+MARKDOWN_SPECIAL = re.compile(r"[\\`*_{}\[\]()<>#+\-.!|~$:&=\"']")
+
+
+def literal(text: str) -> str:
+    """``text`` shown as it is in Streamlit's markdown: every ASCII punctuation mark escaped, so
+    that a user's file name, model path or words never become links, images or formatting."""
+    return MARKDOWN_SPECIAL.sub(r"\\\g<0>", str(text))
+
 SHARED_KEYS = ("model_choice", "model_other", "device", "text", "target")
 
 
@@ -50,22 +63,27 @@ def sidebar(with_text: bool = True) -> None:
     for key in SHARED_KEYS:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
+    from app_pages.cache import limits, policy
+
     with st.sidebar:
-        choices = (DEFAULT_MODEL, *(m for m in model.BUNDLED if m != DEFAULT_MODEL), OTHER)
+        choices = (DEFAULT_MODEL, *(m for m in model.BUNDLED if m != DEFAULT_MODEL))
+        choices += (OTHER,) if policy().other else ()
         choice = widgets.selectbox(
             "Model", choices, key="model_choice",
-            help="\n".join(f"- **{c}**: {h}" for c, h in MODEL_HELP.items()))
+            help="\n".join(f"- **{c}**: {h}" for c, h in MODEL_HELP.items() if c in choices))
         st.caption(MODEL_HELP[choice])
         if choice == OTHER:
-            st.text_input("Hub id or local path", key="model_other",
+            st.text_input("Hub id or local path", key="model_other", max_chars=model.MAX_SPEC,
                           placeholder="e.g. gpt2, ./my-checkpoint, ~/models/tiny.gguf")
         if with_text:
             uploaded = st.session_state.get("upload") is not None
             st.text_area("Text", DEFAULT_TEXT, key="text", height=100, disabled=uploaded,
+                         max_chars=limits().max_chars,
                          help="Type or paste text (Ctrl+Enter to apply); it is tokenised as the "
                               "model does. While a file is loaded, the file is analysed "
                               "instead.")
             st.file_uploader("…or upload a text file", type=["txt", "md"], key="upload",
+                             max_upload_size=MAX_UPLOAD_MB,
                              help="UTF-8, or GB18030/GBK as Chinese Windows saves it. While a "
                                   "file is loaded it replaces the box above; remove it (×) to "
                                   "type again.")
@@ -81,7 +99,7 @@ def sidebar(with_text: bool = True) -> None:
 def settings() -> tuple[str, str]:
     """The chosen ``(model spec, device)``; the spec is empty until an 'other' one is typed."""
     choice = st.session_state.get("model_choice", DEFAULT_MODEL)
-    spec = st.session_state.get("model_other", "").strip() if choice == OTHER else choice
+    spec = str(st.session_state.get("model_other", "")).strip() if choice == OTHER else choice
     return spec, st.session_state.get("device", "auto")
 
 
@@ -100,13 +118,23 @@ def decode_upload(data: bytes, name: str = "the file") -> tuple[str, str]:
                          f"be read); save it as UTF-8 and upload it again") from None
 
 
-def current_text() -> tuple[str, str | None]:
+def current_text(max_chars: int | None = None) -> tuple[str, str | None]:
     """The text to analyse and, for an uploaded file, the encoding it was read in (else
-    None): an uploaded file's text, else the text box's."""
+    None): an uploaded file's text, else the text box's.
+
+    Raises:
+        ValueError: the file cannot be read, or the text is longer than ``max_chars``.
+    """
     upload = st.session_state.get("upload")
     if upload is not None:
-        return decode_upload(upload.getvalue(), upload.name)
-    return st.session_state.get("text", DEFAULT_TEXT), None
+        text, encoding = decode_upload(upload.getvalue(), upload.name)
+    else:
+        text, encoding = str(st.session_state.get("text", DEFAULT_TEXT)), None
+    if max_chars is not None and len(text) > max_chars:
+        source = "the file" if upload is not None else "the text"
+        raise ValueError(f"{source} has {len(text):,} characters; this server reads at most "
+                         f"{max_chars:,}. Shorten it.")
+    return text, encoding
 
 
 # What the own models with a fixed vocabulary read, for messages about unknown words.
@@ -146,15 +174,17 @@ def describe_error(spec: str, vocabulary_above: bool = False) -> Callable[[Value
 def show_token_notes(run: Run) -> None:
     """Warn where the tokenizer lost ([UNK]) or split (byte pieces) part of the input."""
     for note in token_notes(run.trace):
-        examples = " ".join(note.examples) + (" …" if note.count > len(note.examples) else "")
+        examples = literal(" ".join(note.examples)) + (
+            " …" if note.count > len(note.examples) else "")
+        spec = literal(run.key.spec)
         if note.kind == "unknown":
-            st.warning(f"{note.count} of {note.total} tokens are [UNK]: {run.key.spec} has no "
+            st.warning(f"{note.count} of {note.total} tokens are \\[UNK\\]: {spec} has no "
                        f"token for {examples or 'part of the text'}. Attention to an [UNK] says "
                        f"nothing about the text it replaced; this model's vocabulary does not "
                        f"cover it (it may have been trained on another language or script).")
         else:
             st.info(f"{note.count} characters ({examples}) are split over several tokens, "
-                    f"labelled like {note.label}: {run.key.spec} reads them as bytes, so one "
+                    f"labelled like {literal(note.label)}: {spec} reads them as bytes, so one "
                     f"character's attention is spread over its pieces.")
 
 
@@ -188,7 +218,7 @@ def explained_errors(prefix: str = "", describe: Callable[[ValueError], str] = s
     try:
         yield
     except ValueError as error:
-        st.error(prefix + describe(error))
+        st.error(literal(prefix + describe(error)))
         st.stop()
 
 
@@ -200,24 +230,35 @@ def random_weights_note(spec: str) -> None:
                 f"are trained.", icon="🎲")
 
 
+def state_limits(loaded: LoadedModel, bounds) -> None:
+    """Say in the sidebar how long a text this server traces with ``loaded``, before it runs."""
+    budget = token_budget(loaded, bounds.request_bytes)
+    st.sidebar.caption(f"Here {literal(loaded.name)} on {loaded.device} reads texts of up to "
+                       f"{budget:,} tokens and {bounds.max_chars:,} characters; head statistics, "
+                       f"model view and rollout up to {bounds.analysis_tokens:,} tokens.")
+
+
 def load_run() -> Run:
     """The loaded model and the trace of the sidebar's text; explains problems and stops."""
-    from app_pages.cache import get_model, get_trace
+    from app_pages.cache import get_model, get_trace, limits
 
     spec, device = settings()
+    bounds = limits()
     with explained_errors():
-        text, encoding = current_text()
+        text, encoding = current_text(bounds.max_chars)
     upload = st.session_state.get("upload")
     if upload is not None:
         note = (" Read as GB18030 (GBK), the usual encoding of Chinese text on Windows; if the "
                 "characters look wrong, save the file as UTF-8." if encoding == "GB18030" else "")
-        st.caption(f"Analysing the uploaded file {upload.name} ({len(text):,} characters).{note}")
-    target = st.session_state.get("target", "").strip() or None
+        st.caption(f"Analysing the uploaded file {literal(upload.name)} ({len(text):,} "
+                   f"characters).{note}")
+    target = str(st.session_state.get("target", "")).strip() or None
     if not spec:
         st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
         st.stop()
-    with explained_errors(f"Could not load {spec}: "):
+    with explained_errors(f"Could not load {spec[:80]}: "):
         loaded = get_model(spec, device)
+    state_limits(loaded, bounds)
     random_weights_note(spec)
     if not text.strip():
         st.info("Type some text in the sidebar to see its attention.")
@@ -226,6 +267,7 @@ def load_run() -> Run:
         target = None
     key = RunKey(spec, device, text, target)
     with explained_errors(describe=describe_error(spec)):
+        check_request(loaded, loaded.count_tokens(text, target), bounds.request_bytes)
         run = Run(key, loaded, get_trace(*key))
     show_token_notes(run)
     return run
@@ -262,3 +304,13 @@ def window_selector(n_tokens: int, limit: int, key: str) -> tuple[int, int]:
     start = widgets.slider(f"Window start (the input has {n_tokens} tokens; {limit} are shown)",
                            0, n_tokens - limit, 0, key=key)
     return start, start + limit
+
+
+def bounded_analysis(run: Run, name: str, what: str) -> None:
+    """Stop the page with a message when the trace is longer than this server's analyses of
+    every head read (``what``: the analysis, e.g. "Head statistics")."""
+    from app_pages.cache import limits
+
+    with explained_errors():
+        check_analysis(max(run.trace.axes(name)[0].size, run.trace.axes(name)[1].size),
+                       limits().analysis_tokens, what)

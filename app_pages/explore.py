@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.common import chart, kind_selector, load_run
+from app_pages.common import chart, kind_selector, literal, load_run
 from model.analysis.views import FIT_ABOVE, layer_view, query_rows, writes_words
 
 st.title("Explore attention")
@@ -56,6 +56,7 @@ chart(viz.heads_grid(view.layer_weights, rows.labels, k_tokens, allowed=view.all
                                cols=3 if trace.n_heads % 3 == 0 else 4, zmax=view.zmax,
                                query_hover=rows.hover),
                 key="heads_grid")
-st.caption(f"{trace.model} · {trace.family} · {trace.n_layers} layers × {trace.n_heads} heads"
+st.caption(f"{literal(trace.model)} · {trace.family} · {trace.n_layers} layers × "
+           f"{trace.n_heads} heads"
            f"{f' ({trace.n_kv_heads} K/V)' if group > 1 else ''} · {trace.positional} positions"
            f" · ran on {trace.device} ({trace.dtype})")

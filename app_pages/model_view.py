@@ -5,13 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.cache import get_model_view
-from app_pages.common import chart, kind_selector, load_run, open_head
+from app_pages.common import bounded_analysis, chart, kind_selector, load_run, open_head
 from app_pages.events import selected_head
 
 st.title("Model view")
 run = load_run()
 trace = run.trace
 name = kind_selector(trace, key="mv_kind")
+bounded_analysis(run, name, "The model view")
 st.caption(f"{trace.layers(name)} layers × {trace.n_heads} heads. Each tile is one head's "
            "attention (rows: queries, columns: keys). Click a tile to open it.")
 event = chart(get_model_view(run.key, name), key="model_view", on_select="rerun",

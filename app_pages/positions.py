@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.common import chart, explained_errors, random_weights_note, settings
+from app_pages.common import chart, explained_errors, literal, random_weights_note, settings
 from model.analysis.positions import (
     dot_similarity,
     model_positions,
@@ -45,10 +45,10 @@ spec, device = settings()
 if spec:
     from app_pages.cache import get_model
 
-    with explained_errors(f"Could not load {spec}: "):
+    with explained_errors(f"Could not load {spec[:80]}: "):
         info = model_positions(get_model(spec, device))
     random_weights_note(spec)
-    st.write(f"**{spec}** uses **{info['scheme']}** positions.")
+    st.write(f"**{literal(spec)}** uses **{info['scheme']}** positions.")
     if "periods" in info:
         chart(viz.rope_periods(
             info["periods"], f"RoPE with θ base {info['theta']:g}, d_head {info['d_head']}: "

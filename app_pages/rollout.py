@@ -7,7 +7,7 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.cache import get_rollout
-from app_pages.common import chart, kind_selector, load_run
+from app_pages.common import bounded_analysis, chart, kind_selector, load_run
 from model.analysis.rollout import SINK_SHARE, rollout_view
 from model.analysis.views import query_rows
 
@@ -18,6 +18,7 @@ run = load_run()
 trace = run.trace
 kinds = [n for n in trace.names if n.endswith(".self")]
 name = kind_selector(trace, key="ro_kind", kinds=kinds)
+bounded_analysis(run, name, "Rollout")
 flows = get_rollout(run.key, name)
 layer = widgets.slider("Through layer", 0, len(flows) - 1, len(flows) - 1, key="ro_layer")
 rows = query_rows(trace, name)

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import viz
-from app_pages.common import chart, load_run
+from app_pages.common import chart, literal, load_run
 from model.analysis.costs import attention_costs, longest_axis, parameter_split, stage_shapes
 
 
@@ -21,7 +21,7 @@ def _size(n_bytes: float) -> str:
 st.title("Shapes and costs")
 run = load_run()
 trace, d = run.trace, run.model.dims
-st.markdown(f"**{trace.model}**: d_model {d.d_model}, {d.n_heads} heads of d_head "
+st.markdown(f"**{literal(trace.model)}**: d_model {d.d_model}, {d.n_heads} heads of d_head "
             f"{d.d_head}, {d.n_kv_heads} key/value heads, FFN {d.d_ff}.")
 st.subheader("Tensor shapes of this run (lesson §3.5, following the shapes)")
 st.dataframe(pd.DataFrame(stage_shapes(d, trace), columns=["stage", "shape", "note"]),

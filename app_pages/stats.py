@@ -8,7 +8,7 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.cache import get_head_stats
-from app_pages.common import chart, kind_selector, load_run, open_head
+from app_pages.common import bounded_analysis, chart, kind_selector, load_run, open_head
 from app_pages.events import selected_head
 from model.analysis.statistics import (
     STATS,
@@ -23,6 +23,7 @@ st.title("Head statistics")
 run = load_run()
 trace = run.trace
 name = kind_selector(trace, key="st_kind")
+bounded_analysis(run, name, "Head statistics")
 stats = get_head_stats(run.key, name)
 metrics = defined_metrics(stats)
 metric = widgets.selectbox("Metric", metrics, key="st_metric")

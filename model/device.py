@@ -6,10 +6,22 @@ import torch
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
-    """Turn ``"auto"``/``None`` into CUDA when available (else CPU); validate anything else."""
-    if device is None or str(device) == "auto":
+    """Turn ``"auto"``/``None`` into CUDA when available (else CPU); validate anything else.
+
+    Raises:
+        ValueError: an unknown device, or CUDA where torch sees none.
+    """
+    if device is None or str(device).strip() == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("CUDA was asked for, but torch sees no CUDA device on this machine")
+    try:
+        device = torch.device(str(device).strip())
+    except RuntimeError:
+        raise ValueError(f"unknown device {str(device)[:40]!r}: use auto, cpu or cuda") from None
+    available = {"cpu": True, "cuda": torch.cuda.is_available(),
+                 "mps": torch.backends.mps.is_available()}
+    if device.type not in available:
+        raise ValueError(f"device {device.type!r} is not supported here: use auto, cpu or cuda")
+    if not available[device.type]:
+        raise ValueError(f"{device.type.upper()} was asked for, but torch sees no "
+                         f"{device.type.upper()} device on this machine")
     return device

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
+    from .budget import Lengths
     from .trace import AttentionTrace
 
 PARAMETER_KINDS = ("attention", "ffn", "embeddings")
@@ -61,6 +62,16 @@ class LoadedModel(Protocol):
     def position_table(self, n_positions: int) -> np.ndarray | None:
         """The seed's fixed sinusoidal table ``[position, d_model]`` when the model adds it to
         its embeddings (the own models), else None."""
+        ...
+
+    def count_tokens(self, text: str, target: str | None = None) -> Lengths:
+        """The token counts a trace of ``text`` (and ``target``) would run on, without running
+        the model (:class:`~model.budget.Lengths`)."""
+        ...
+
+    def memory_needed(self, n: Lengths) -> int:
+        """The peak bytes of a trace of ``n`` tokens and of a page computing one layer of it:
+        checked against a server's limit before anything runs (:mod:`model.budget`)."""
         ...
 
     def trace(self, text: str, target: str | None = None) -> AttentionTrace:

@@ -6,24 +6,43 @@ The only module that knows which adapter serves a SPEC; everything else reads th
 
 from __future__ import annotations
 
+from .errors import ModelLoadError
 from .interface import LoadedModel
+from .policy import OPEN, LoadPolicy
 
 BUNDLED = ("own-random", "own-translator", "minilm", "smollm2")
+MAX_SPEC = 512  # characters: longer than any hub id, and than most paths
 
 
-def load(spec: str, device: str = "auto", trust_remote_code: bool = False) -> LoadedModel:
+def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
+         policy: LoadPolicy = OPEN) -> LoadedModel:
     """Load a model ready to :meth:`~model.interface.LoadedModel.trace` text.
 
     Args:
         spec: a bundled name (``own-random``, ``own-translator``, ``minilm``, ``smollm2``), a
-            Hugging Face hub id, a local checkpoint directory or a ``.gguf`` file.
+            Hugging Face hub id, a local checkpoint directory or a ``.gguf`` file; surrounding
+            spaces are ignored.
         device: ``"auto"`` (CUDA when present, else CPU), ``"cpu"`` or ``"cuda"``.
-        trust_remote_code: run a hub checkpoint's own Python code (off unless asked).
+        trust_remote_code: run a hub checkpoint's own Python code (off unless asked, and only
+            where ``policy`` allows it).
+        policy: where models may come from (:mod:`model.policy`); the default allows any
+            spec, as on one's own machine.
 
     Returns:
         a :class:`~model.interface.LoadedModel`: ``name``, ``family``, ``device``, ``dims``,
         ``positions``, ``trace(text, target=None)``, ...
+
+    Raises:
+        ModelLoadError: the spec cannot be loaded, or ``policy`` refuses it.
     """
+    if not isinstance(spec, str):
+        raise TypeError(f"spec must be a string, not {type(spec).__name__}")
+    spec = spec.strip()
+    if not spec:
+        raise ModelLoadError("no model was named")
+    if len(spec) > MAX_SPEC:
+        raise ModelLoadError(f"a model name of {len(spec):,} characters is too long to be a hub "
+                             f"id or a path (at most {MAX_SPEC})")
     if spec == "own-random":
         from .own.adapter import OwnModel
 
@@ -32,6 +51,13 @@ def load(spec: str, device: str = "auto", trust_remote_code: bool = False) -> Lo
         from .own.translator import Translator
 
         return Translator.from_files(device=device)
+    if spec not in BUNDLED and not policy.other:
+        raise ModelLoadError(f"this server offers its bundled models only "
+                             f"({', '.join(BUNDLED)}); its operator has switched other models "
+                             f"off")
+    if trust_remote_code and not policy.trust_remote_code:
+        raise ModelLoadError("this server does not run a checkpoint's own code "
+                             "(trust_remote_code is off)")
     from .hf.adapter import HFModel
 
-    return HFModel.load(spec, device=device, trust_remote_code=trust_remote_code)
+    return HFModel.load(spec, device=device, trust_remote_code=trust_remote_code, policy=policy)

@@ -3,7 +3,13 @@ Hugging Face checkpoints (built once per session). Helpers live in :mod:`tests.h
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Unexpected errors reach the test (AppTest's ``exception``, the browser's stException) instead
+# of the app's one-line message for users: tests must see every failure.
+os.environ.setdefault("ATTENTION_EXPLORER_DEBUG", "1")
 
 from tests.helpers import SEED_SENTENCE, build_tiny_checkpoints
 

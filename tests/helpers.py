@@ -11,6 +11,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -60,6 +61,17 @@ def plotly_array(value) -> np.ndarray:
 def figures(at) -> list[dict]:
     """Every Plotly figure an AppTest run drew, as JSON dicts, in page order."""
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def shown(markdown: str) -> str:
+    """The text a reader sees of a markdown message: backslash escapes removed (the app escapes
+    every punctuation mark of user text, see ``app_pages.common.literal``)."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
+def messages(elements) -> str:
+    """Every message of a kind (``at.error``, ``at.info``, ...) as a reader sees it, joined."""
+    return " ".join(shown(element.value) for element in elements)
 
 
 def app_test(page: str | None = None, timeout: float = 300, **state):

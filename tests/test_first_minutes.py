@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers import app_test
+from tests.helpers import app_test, messages, shown
 
 # Widgets whose options depend on the model, the text or the step, with a value out of range.
 STALE = [
@@ -204,11 +204,11 @@ def test_captions_name_the_lesson_and_its_section_in_words():
 
 def test_english_only_models_say_what_they_read_when_given_chinese():
     at = app_test("explore", model_choice="own-translator", text="猫坐在垫子上")
-    message = at.error[0].value
+    message = shown(at.error[0].value)
     assert "“猫坐在垫子上”" in message and "reads English words" in message
     assert "The cat sat on the mat" in message
     at = app_test("explore", model_choice="own-translator", target="猫坐在垫子上")
-    message = at.error[0].value
+    message = shown(at.error[0].value)
     assert "target" in message and "separated by spaces" in message
     assert "猫 坐 在 垫子 上" in message
 
@@ -217,7 +217,7 @@ def test_characters_split_into_byte_pieces_are_pointed_out(tiny_checkpoints):
     at = app_test("explore", model_choice="other…", model_other=str(tiny_checkpoints["llama"]),
                   text="The dog 狗 sat")  # 狗 is not in the tiny tokenizer's merges
     assert not at.exception
-    notes = " ".join(i.value for i in at.info)
+    notes = messages(at.info)
     assert "split over several tokens" in notes and "labelled like 狗[1/3]" in notes
 
 
@@ -250,7 +250,7 @@ def test_unknown_tokens_survive_the_export(tmp_path):
 @pytest.mark.slow
 def test_minilm_warns_when_chinese_characters_become_unknown():
     at = app_test("explore", model_choice="minilm", text="猫坐在垫子上 the cat")
-    warning = " ".join(w.value for w in at.warning)
+    warning = messages(at.warning)
     # minilm knows 子 and 上 but not 猫, 坐, 在 or 垫
     assert "4 of 10 tokens are [UNK]" in warning and "猫 坐 在 垫." in warning
 
@@ -303,7 +303,8 @@ def test_an_example_chosen_after_typing_replaces_the_typed_sentence():
     assert at.text_input(key="translate_text").value == "The cat sat on the mat"
     assert any(m.value == "### 猫 坐 在 垫子 上" for m in at.markdown)
     at.text_input(key="translate_text").set_value("The zebra slept").run()
-    assert "vocabulary above" in at.error[0].value and "sidebar" not in at.error[0].value
+    message = shown(at.error[0].value)
+    assert "vocabulary above" in message and "sidebar" not in message
 
 
 def test_a_rollout_view_leaves_the_sink_out_only_when_asked_or_dominant():

@@ -8,20 +8,33 @@ through :mod:`.capture` so that tracing costs about one fused forward pass.
 
 from __future__ import annotations
 
+import pickle
+import struct
+from pathlib import Path
+
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoTokenizer
 
+from ..budget import Lengths, lazy_bytes
 from ..device import resolve_device
 from ..errors import ModelLoadError
 from ..facts import Family, ModelDims, PositionInfo, model_facts
+from ..policy import OPEN, LoadPolicy
+from ..text import check_texts
 from ..trace import AttentionTrace
 from .capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, recording
-from .checkpoints import from_pretrained, resolve
+from .checkpoints import cache_dir, from_pretrained, resolve
 from .config import auto_class, detect_family, read_dims, read_positions
 from .labels import display_tokens
 
 MAX_NEW_TOKENS = 64
+# What reading a broken or foreign checkpoint raises, from transformers, safetensors, the GGUF
+# reader and torch's unpickler: all become a ModelLoadError.
+LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, StopIteration,
+               EOFError, struct.error, pickle.UnpicklingError, TypeError, AttributeError,
+               IndexError, SafetensorError)
 # Parts of a parameter's name that say what it belongs to (BERT, GPT-2, Llama, T5, BART, ...).
 _ATTENTION = {"self_attn", "cross_attn", "attn", "attention", "self", "selfattention",
               "encdecattention", "encoder_attn", "crossattention"}
@@ -39,6 +52,24 @@ def parameter_kind(name: str) -> str:
     if any(p.startswith(_EMBEDDINGS) or p.endswith(_EMBEDDINGS) for p in parts):
         return "embeddings"
     return "other"
+
+
+def _load_message(spec: str, source: str, error: BaseException, policy: LoadPolicy) -> str:
+    """One line on why ``spec`` did not load: the error's first line, with the places it was
+    read from (a converted GGUF in the cache, the home folder) named by the spec instead."""
+    text = (str(error).strip().splitlines() or [""])[0]
+    for place, name in ((source, spec), (str(cache_dir()), "the cache"),
+                        (str(Path.home()), "~")):
+        if place and place != name:
+            text = text.replace(place, name)
+    if len(text) > 240:
+        text = text[:240] + "…"
+    if not policy.pickle and "safetensors" in text.lower():
+        return (f"could not load {spec!r}: it holds no safetensors weights, and this server "
+                f"does not read pickled weights (pytorch_model.bin)")
+    kind = type(error).__name__
+    return f"could not load {spec!r}: {text or kind}" + (
+        "" if isinstance(error, (OSError, ValueError)) else f" ({kind})")
 
 
 class HFModel:
@@ -94,28 +125,54 @@ class HFModel:
         return None
 
     @classmethod
-    def load(cls, spec: str, device: str = "auto", trust_remote_code: bool = False) -> HFModel:
+    def load(cls, spec: str, device: str = "auto", trust_remote_code: bool = False,
+             policy: LoadPolicy = OPEN) -> HFModel:
         """Load ``spec`` (see :func:`~model.hf.checkpoints.resolve`) on ``device``, in eval
-        mode."""
+        mode, from where ``policy`` allows.
+
+        Raises:
+            ModelLoadError: for every reason a checkpoint cannot be loaded (a missing or
+                refused place, a truncated or foreign file, a config without attention, weights
+                that do not fit the config, pickled weights where they are refused, ...), with
+                a one-line message that names the spec, never the server's own folders.
+        """
         device_t = resolve_device(device)
-        source, local_only = resolve(spec, trust_remote_code)
         common = dict(trust_remote_code=trust_remote_code)
+        weights = {} if policy.pickle else {"use_safetensors": True}
+        source = spec
         try:
-            config = from_pretrained(AutoConfig, source, local_only, **common)
+            source, local_only = resolve(spec, trust_remote_code, policy)
+            config = from_pretrained(AutoConfig, source, local_only, policy, **common)
             family = detect_family(config)
             dims = read_dims(config, family)  # refuse a config without attention before weights
-            tokenizer = from_pretrained(AutoTokenizer, source, local_only, **common)
-            model = from_pretrained(auto_class(family), source, local_only, dtype=torch.float32,
-                                    **common)
+            tokenizer = from_pretrained(AutoTokenizer, source, local_only, policy, **common)
+            model = from_pretrained(auto_class(family), source, local_only, policy,
+                                    dtype=torch.float32, **common, **weights)
         except ModelLoadError:
             raise
-        except (OSError, ValueError, KeyError, ImportError) as error:
-            raise ModelLoadError(f"could not load {spec!r}: {error}") from None
+        except LOAD_ERRORS as error:
+            raise ModelLoadError(_load_message(spec, source, error, policy)) from None
         model.set_attn_implementation(ATTN_SDPA if model._supports_sdpa else ATTN_EAGER)
         model.to(device_t).eval()
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         return cls(spec, model, tokenizer, family, device_t, dims)
+
+    def count_tokens(self, text: str, target: str | None = None) -> Lengths:
+        """The token counts a trace of ``text`` (and ``target``) would run on, from the
+        tokenizer alone; an encoder-decoder writing its own output counts the most it may
+        write."""
+        n_source = len(self.tokenizer(text, truncation=False)["input_ids"])
+        if self.family is not Family.ENCODER_DECODER:
+            return Lengths(n_source)
+        if target is None:
+            return Lengths(n_source, MAX_NEW_TOKENS + 1)
+        return Lengths(n_source, len(self.tokenizer(text_target=target)["input_ids"]) + 1)
+
+    def memory_needed(self, n: Lengths) -> int:
+        """Peak bytes of a trace of ``n`` tokens (queries and keys kept, heads computed when
+        asked)."""
+        return lazy_bytes(self.dims, self.family, n)
 
     # --- tracing ------------------------------------------------------------------------
 
@@ -138,6 +195,7 @@ class HFModel:
 
     def trace_batch(self, texts: list[str], targets: list[str] | None = None):
         """Trace several texts in one padded batch; one trace per text, padding left out."""
+        texts, targets = check_texts(texts, targets)
         if targets is not None and self.family is not Family.ENCODER_DECODER:
             raise ValueError(f"a target text applies to encoder-decoder models; {self.name} is "
                              f"{self.family}")
@@ -177,7 +235,13 @@ class HFModel:
         return {p: text[slice(*spans[p])] if spans else "" for p in positions}
 
     def prepare_inputs(self, texts: list[str], targets: list[str] | None = None) -> dict:
-        """The padded model inputs a trace runs on (encoder-decoder: decoder inputs too)."""
+        """The padded model inputs a trace runs on (encoder-decoder: decoder inputs too).
+
+        Raises:
+            TypeError: ``texts`` is a single string, or holds something else than strings.
+            ValueError: a text is empty, too long or holds invalid Unicode (a lone surrogate).
+        """
+        texts, targets = check_texts(texts, targets)
         if any(not t.strip() for t in texts):
             raise ValueError("the text is empty")
         enc = self._encode(texts).to(self.device)

@@ -11,14 +11,21 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import re
+import shutil
 import socket
+import struct
+import tempfile
 import urllib.parse
 from pathlib import Path
 
+import filelock
 import torch
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoTokenizer
 
 from ..errors import ModelLoadError
+from ..policy import OPEN, LoadPolicy
 from .config import auto_class, detect_family
 
 BUNDLED_HF = {
@@ -57,65 +64,346 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
+def _gguf_root() -> Path:
+    """The folder that holds one converted checkpoint per GGUF file, with their lock files."""
+    return cache_dir() / "gguf"
+
+
 def _gguf_cache(gguf: Path) -> Path:
-    stat = gguf.stat()
-    digest = hashlib.sha256(f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
-    return cache_dir() / "gguf" / f"{gguf.stem}-{digest.hexdigest()[:12]}"
+    """The cache folder of ``gguf``: its stem and a hash of its path, size and mtime.
+
+    Raises:
+        ModelLoadError: the file cannot be read.
+    """
+    try:
+        stat = gguf.stat()
+        resolved = gguf.resolve()
+    except OSError as error:
+        raise ModelLoadError(
+            f"could not read the GGUF file {gguf.name} ({_describe(error, gguf)})") from None
+    digest = hashlib.sha256(f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    return _gguf_root() / f"{gguf.stem}-{digest.hexdigest()[:12]}"
 
 
-def _convert_gguf(gguf: Path, trust_remote_code: bool) -> Path:
-    """Dequantise a GGUF file once into a safetensors checkpoint in the cache; return its path."""
-    target = _gguf_cache(gguf)
-    if (target / "config.json").exists():
-        return target
+# Waiting this long for another thread or process converting the same file (~30 s) means it hung.
+_LOCK_TIMEOUT_S = 600.0
+_CACHE_MAX_GB_DEFAULT = 4.0
+# Everything that reading a damaged file through transformers and the gguf package was seen to
+# raise, or could: truncated headers (struct.error, EOFError), bad magic, mmap of an empty file and
+# wrong shapes (ValueError), missing keys (KeyError, IndexError), odd types, missing packages.
+_GGUF_READ_ERRORS = (OSError, EOFError, ImportError, struct.error, ValueError, LookupError,
+                     TypeError, AttributeError, ArithmeticError, RuntimeError, MemoryError)
+
+
+def _describe(error: BaseException, gguf: Path | None = None) -> str:
+    """``kind: first line of the message``, short, with ``gguf``'s folder left out."""
+    kind = type(error)
+    name = kind.__name__ if kind.__module__ == "builtins" else (
+        f"{kind.__module__.split('.')[0]}.{kind.__name__}")
+    if isinstance(error, OSError) and error.strerror:
+        detail = error.strerror
+    else:
+        detail = (str(error).strip().splitlines() or [""])[0]
+    if gguf is not None:
+        folders = {str(gguf.parent), str(gguf.parent.resolve())}
+        for folder in sorted(folders, key=len, reverse=True):
+            if folder not in ("", "."):
+                detail = detail.replace(folder + os.sep, "").replace(folder, "its folder")
+    if len(detail) > 160:
+        detail = detail[:157] + "..."
+    return f"{name}: {detail}" if detail else name
+
+
+def _read_gguf(gguf: Path, trust_remote_code: bool):
+    """The dequantised float32 model and the tokenizer of ``gguf``.
+
+    Raises:
+        ModelLoadError: the file is unreadable, truncated, damaged, or of an unsupported kind.
+    """
     kwargs = dict(gguf_file=gguf.name, trust_remote_code=trust_remote_code)
     try:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **kwargs)
         config = AutoConfig.from_pretrained(gguf.parent, **kwargs)
         family = detect_family(config)
         model = auto_class(family).from_pretrained(gguf.parent, dtype=torch.float32, **kwargs)
-    except (OSError, ValueError, ImportError) as error:
-        raise ModelLoadError(f"could not read the GGUF file {gguf}: {error}") from None
+    except ModelLoadError:
+        raise
+    except _GGUF_READ_ERRORS as error:
+        if isinstance(error, ImportError):
+            why = "a package it needs is missing"
+        elif isinstance(error, OSError):
+            why = "it cannot be read"
+        else:
+            why = "it is truncated, damaged or not a GGUF file that transformers can convert"
+        raise ModelLoadError(
+            f"could not read the GGUF file {gguf.name}: {why} ({_describe(error, gguf)})") from None
     # The tensors are already dequantised floats: drop the GGUF quantizer so that they save.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    partial = target.with_name(target.name + ".partial")
-    model.save_pretrained(partial)
-    tokenizer.save_pretrained(partial)
-    partial.replace(target)
+    return model, tokenizer
+
+
+def _lock_for(folder: Path, timeout: float) -> filelock.FileLock:
+    """The lock, shared by threads and processes, of the converted ``folder``: ``<folder>.lock``."""
+    return filelock.FileLock(folder.with_name(folder.name + ".lock"), timeout=timeout)
+
+
+def _remove_leftovers(folder: Path) -> None:
+    """Remove what crashed conversions of ``folder`` left: ``.<name>.tmp-*`` and ``<name>.partial``
+    (older code). Call with ``folder``'s lock held."""
+    prefix = f".{folder.name}.tmp-"
+    for entry in folder.parent.iterdir():
+        # mkdtemp's random part holds no ".tmp-": a longer name is another folder's leftover.
+        if (entry.name.startswith(prefix) and ".tmp-" not in entry.name[len(prefix):]
+                or entry.name == folder.name + ".partial"):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _is_converted(folder: Path) -> bool:
+    return (folder / "config.json").is_file()
+
+
+def _touch(folder: Path) -> None:
+    """Mark ``folder`` as just used: the cache removes the least recently used first."""
+    try:
+        os.utime(folder)
+    except OSError:
+        pass
+
+
+def _convert_gguf(gguf: Path, trust_remote_code: bool) -> Path:
+    """Dequantise a GGUF file once into a safetensors checkpoint in the cache; return its path.
+
+    Safe across threads and processes: a conversion holds ``<target>.lock`` (a
+    :class:`filelock.FileLock`, waiting up to ``_LOCK_TIMEOUT_S``), looks again whether another
+    one finished meanwhile, writes into a private ``.<target>.tmp-*`` folder and renames it to the
+    target in one step, so a target folder is always complete. On any failure the temporary folder
+    is removed; leftovers of killed conversions are removed by the next one. After a conversion,
+    :func:`_prune_gguf_cache` keeps the cache under ``$ATTENTION_EXPLORER_CACHE_MAX_GB``.
+
+    Raises:
+        ModelLoadError: the file cannot be read or converted, the cache cannot be written, or
+            another conversion of the same file held the lock for too long.
+    """
+    target = _gguf_cache(gguf)
+    if _is_converted(target):
+        _touch(target)
+        return target
+    lock = _lock_for(target, _LOCK_TIMEOUT_S)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+    except filelock.Timeout:
+        raise ModelLoadError(
+            f"gave up after {_LOCK_TIMEOUT_S:.0f} s waiting for another session to finish "
+            f"converting {gguf.name}; try again later") from None
+    except OSError as error:
+        raise ModelLoadError(
+            f"cannot write to the model cache ({_describe(error)}): set "
+            f"ATTENTION_EXPLORER_CACHE to a writable folder") from None
+    try:
+        converted = not _is_converted(target)  # else another thread or process finished it
+        if converted:
+            _convert_locked(gguf, target, trust_remote_code)
+        _touch(target)
+    finally:
+        lock.release()
+    if converted:
+        _prune_gguf_cache(target.parent, keep=target)
     return target
 
 
-def resolve(spec: str, trust_remote_code: bool = False) -> tuple[str, bool]:
-    """Where to load ``spec`` from: ``(path or hub id, local_only)``; GGUF converted first."""
+def _convert_locked(gguf: Path, target: Path, trust_remote_code: bool) -> None:
+    """Write ``target`` from ``gguf`` through a private temporary folder; hold its lock."""
+    _remove_leftovers(target)
+    if target.exists():  # incomplete, e.g. emptied by hand: replace it
+        shutil.rmtree(target, ignore_errors=True)
+    model, tokenizer = _read_gguf(gguf, trust_remote_code)
+    temporary = None
+    try:
+        temporary = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
+        model.save_pretrained(temporary)
+        tokenizer.save_pretrained(temporary)
+        temporary.replace(target)
+    except (OSError, SafetensorError) as error:
+        raise ModelLoadError(
+            f"could not write the converted {gguf.name} into the model cache "
+            f"({_describe(error)}): free some disk space or set ATTENTION_EXPLORER_CACHE") from None
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)  # nothing left after a replace
+
+
+def _cache_max_bytes() -> int:
+    """``$ATTENTION_EXPLORER_CACHE_MAX_GB`` (default 4, in units of 10⁹ bytes) in bytes."""
+    try:
+        gigabytes = float(os.environ.get("ATTENTION_EXPLORER_CACHE_MAX_GB", ""))
+    except ValueError:
+        gigabytes = _CACHE_MAX_GB_DEFAULT
+    if not gigabytes >= 0:  # also NaN
+        gigabytes = _CACHE_MAX_GB_DEFAULT
+    return int(gigabytes * 1e9)
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _prune_gguf_cache(root: Path, keep: Path, max_bytes: int | None = None) -> list[Path]:
+    """Remove the least recently used converted folders in ``root`` until the rest fit.
+
+    A folder's last use is its mtime (:func:`_convert_gguf` touches it on each use). ``keep`` (the
+    folder just written) is never removed, nor is any folder whose lock another thread or process
+    holds; leftovers of killed conversions whose lock is free are removed too. A process that
+    found a folder just before it is removed may fail to load it: the limit makes that rare.
+
+    Args:
+        root: the GGUF cache folder.
+        keep: the folder never to remove.
+        max_bytes: the limit; default ``$ATTENTION_EXPLORER_CACHE_MAX_GB`` (4 GB).
+
+    Returns:
+        The converted folders removed, oldest first.
+    """
+    limit = _cache_max_bytes() if max_bytes is None else max_bytes
+    folders, leftovers = [], set()
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.is_dir() or entry.is_symlink():
+            continue
+        if entry.name.startswith(".") and ".tmp-" in entry.name:
+            leftovers.add(entry.name[1:].rsplit(".tmp-", 1)[0])
+        elif entry.name.endswith(".partial"):
+            leftovers.add(entry.name.removesuffix(".partial"))
+        else:
+            try:
+                folders.append((entry.stat().st_mtime, entry, _folder_bytes(entry)))
+            except OSError:
+                pass
+    for name in leftovers:
+        try:
+            with _lock_for(root / name, timeout=0):
+                _remove_leftovers(root / name)
+        except OSError:  # filelock.Timeout included: a conversion is under way
+            pass
+    total = sum(size for _mtime, _folder, size in folders)
+    removed = []
+    for _mtime, folder, size in sorted(folders, key=lambda item: item[0]):
+        if total <= limit:
+            break
+        if folder == keep:
+            continue
+        try:
+            with _lock_for(folder, timeout=0):
+                # Renamed first, so that no one finds it half removed; a crash leaves a leftover.
+                doomed = Path(tempfile.mkdtemp(dir=root, prefix=f".{folder.name}.tmp-pruned-"))
+                folder.replace(doomed / folder.name)
+                shutil.rmtree(doomed, ignore_errors=True)
+        except OSError:  # held by a conversion, or removed by another process meanwhile
+            continue
+        total -= size
+        removed.append(folder)
+    return removed
+
+
+# A Hugging Face hub id: ``name`` or ``owner/name`` (letters, digits, ``-``, ``_``, ``.``).
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")
+# Files that hold a checkpoint's weights, counted against the policy's download limit.
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".gguf")
+
+
+def _local(spec: str) -> bool:
+    """Whether ``spec`` names a local file or folder rather than a hub id."""
+    if spec.startswith((".", "/", "~")) or spec.endswith(".gguf") or not HUB_ID.fullmatch(spec):
+        return True
+    try:
+        return Path(spec).exists()
+    except OSError:
+        return True
+
+
+def resolve(spec: str, trust_remote_code: bool = False,
+            policy: LoadPolicy = OPEN) -> tuple[str, bool]:
+    """Where to load ``spec`` from: ``(path or hub id, local_only)``; GGUF converted first.
+
+    Raises:
+        ModelLoadError: nothing loadable there, or ``policy`` refuses the place (a refused path
+            gets the same message whether or not it exists).
+    """
     if spec in BUNDLED_HF:
         path, gguf = _bundled_path(spec)
         return (str(_convert_gguf(path / gguf, trust_remote_code)) if gguf else str(path)), True
+    if not _local(spec):
+        return spec, False
+    policy.check_path(Path(spec))
     path = Path(spec).expanduser()
-    if spec.endswith(".gguf"):
-        if not path.is_file():
-            raise ModelLoadError(f"no GGUF file at {path}")
-        return str(_convert_gguf(path, trust_remote_code)), True
-    if path.is_dir():
-        if not (path / "config.json").exists():
-            raise ModelLoadError(f"{path} is a folder but holds no config.json: not a checkpoint")
-        return str(path), True
-    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
-        raise ModelLoadError(f"no checkpoint folder at {path}")
-    return spec, False
+    try:
+        if spec.endswith(".gguf"):
+            if not path.is_file():
+                raise ModelLoadError(f"no GGUF file at {spec}")
+            return str(_convert_gguf(path, trust_remote_code)), True
+        if path.is_dir():
+            if not (path / "config.json").exists():
+                raise ModelLoadError(f"{spec} is a folder but holds no config.json: not a "
+                                     f"checkpoint")
+            return str(path), True
+    except OSError as error:
+        raise ModelLoadError(f"cannot read {spec}: {error.strerror or error}") from None
+    raise ModelLoadError(f"no checkpoint folder at {spec}")
 
 
-def from_pretrained(loader, source: str, local_only: bool, **kwargs):
-    """Load from the local cache first; reach for the hub only when it is there."""
+def _hub_weight_bytes(repo: str) -> int:
+    """The size of a hub repository's weight files, asked of the hub before any download."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        info = HfApi().model_info(repo, files_metadata=True)
+    except RepositoryNotFoundError:
+        raise ModelLoadError(f"there is no model {repo!r} on the Hugging Face hub (or it is "
+                             f"private)") from None
+    except (HfHubHTTPError, OSError) as error:
+        raise ModelLoadError(f"the hub did not answer for {repo!r}: {error}") from None
+    return sum(f.size or 0 for f in info.siblings or () if f.rfilename.endswith(WEIGHT_SUFFIXES))
+
+
+def check_download(repo: str, policy: LoadPolicy) -> None:
+    """Refuse a hub download the policy does not allow: the hub switched off, or weights larger
+    than its limit."""
+    if not policy.hub:
+        raise ModelLoadError(f"{repo!r} is not a bundled model, and this server does not "
+                             f"download models from the Hugging Face hub; choose a bundled "
+                             f"model ({', '.join(BUNDLED_HF)}, own-translator, own-random)")
+    size = _hub_weight_bytes(repo)
+    if size > policy.hub_max_bytes:
+        raise ModelLoadError(f"{repo!r} has {size / 1024 ** 3:.1f} GB of weights; this server "
+                             f"downloads at most {policy.hub_max_bytes / 1024 ** 3:.1f} GB")
+
+
+def from_pretrained(loader, source: str, local_only: bool, policy: LoadPolicy = OPEN,
+                    **kwargs):
+    """Load from the local cache first; reach for the hub only when it is there and the policy
+    allows the download."""
     try:
         return loader.from_pretrained(source, local_files_only=True, **kwargs)
     except OSError:
         if local_only:
             raise
-    if not _hub_reachable():
+    if policy.hub and not _hub_reachable():
         raise ModelLoadError(
             f"{source!r} is not a bundled model or a local folder, and it is not in the local "
             f"Hugging Face cache; the hub cannot be reached from this machine (offline). Use a "
             f"bundled model ({', '.join(BUNDLED_HF)}) or a local checkpoint folder.")
+    check_download(source, policy)
     return loader.from_pretrained(source, **kwargs)

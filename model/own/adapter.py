@@ -18,10 +18,12 @@ import re
 import numpy as np
 import torch
 
+from ..budget import Lengths, dense_bytes
 from ..device import resolve_device
 from ..errors import UnknownWordsError
 from ..facts import CAUSAL_KINDS, Family, ModelDims, PositionInfo, Step, model_facts
 from ..store import DenseStore
+from ..text import check_text
 from ..trace import TOKEN_FIELDS, AttentionTrace
 from .config import TransformerConfig
 from .hooks import capture
@@ -122,6 +124,23 @@ class OwnModel:
             return None
         return sinusoidal_table(n_positions, self.config.d_model).double().numpy()
 
+    def count_tokens(self, text: str, target: str | None = None) -> Lengths:
+        """The token counts a trace of ``text`` (and ``target``) would run on; nothing runs."""
+        n_source = len(split_words(text))
+        if self.family is not Family.ENCODER_DECODER:
+            return Lengths(n_source)
+        n_target = len(split_words(target)) if target is not None else \
+            self._default_target_words(n_source)
+        return Lengths(n_source, n_target + 1)  # <bos> and the words
+
+    def _default_target_words(self, n_source: int) -> int:
+        """How many words the target holds when none is given (own-random: the source's)."""
+        return n_source
+
+    def memory_needed(self, n: Lengths) -> int:
+        """Peak bytes of a trace of ``n`` tokens (every weight and score kept)."""
+        return dense_bytes(self.dims, self.family, n)
+
     @classmethod
     def random(cls, device: str = "auto") -> OwnModel:
         """``own-random``: the seed-default encoder-decoder with weights from a fixed seed."""
@@ -154,7 +173,18 @@ class OwnModel:
 
         Returns:
             an :class:`~model.trace.AttentionTrace`.
+
+        Raises:
+            TypeError: ``text`` or ``target`` is not a string.
+            ValueError: the text holds no words or invalid Unicode (a lone surrogate), a word
+                outside a fixed vocabulary, or a target given to a single-stack model.
         """
+        check_text(text)
+        if target is not None:
+            check_text(target, "the target")
+            if self.family is not Family.ENCODER_DECODER:
+                raise ValueError(f"a target text applies to encoder-decoder models; {self.name} "
+                                 f"is {self.family}")
         words = split_words(text)
         if not words:
             raise ValueError("the text holds no words")

@@ -45,6 +45,10 @@ class Translator(OwnModel):
         return cls("own-translator", network, resolve_device(device),
                    WordVocab(info["src_vocab"][4:]), WordVocab(info["tgt_vocab"][4:]))
 
+    def _default_target_words(self, n_source: int) -> int:
+        """Greedy decoding writes at most ``2 n + 10`` words (see :meth:`translate_ids`)."""
+        return 2 * n_source + 10
+
     @torch.inference_mode()
     def translate_ids(self, src_ids: list[list[int]],
                       max_len: int | None = None) -> list[list[int]]:

@@ -1,0 +1,177 @@
+"""How much memory a trace of n tokens needs, and the longest input that fits a limit: checked
+before a model runs, so that one request cannot exhaust a shared server.
+
+The estimate follows what the code holds at its peak, in three parts:
+
+- **kept**: what the trace keeps. Dense traces (the own models) keep every head's weights and
+  scores, ``[layer, head, query, key]`` float32 twice; lazy traces (Hugging Face checkpoints)
+  keep each layer's queries and keys, ``[head, token, d_head]`` float32.
+- **forward**: what the forward pass holds besides. The own models' hooks hold the same arrays
+  as torch tensors while they are copied into the trace (as much again as kept); fused
+  attention materialises at most one layer's ``[head, query, key]`` scores and weights.
+- **page**: one layer of every head computed for a page (the layer view: weights, their
+  logits and exponentials, the pooled float64 copy), :data:`PAGE_BYTES_PER_CELL` per cell.
+
+Estimates are upper bounds of the measured peaks (``python -m bench.request_memory``); the
+peak of a request is ``kept + max(forward, page)`` plus activations, masks and token strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from .errors import ModelLoadError
+from .facts import Family, ModelDims
+
+FLOAT32 = 4
+# Bytes per [query, key] cell of one head held while a page computes a layer (float32 weights,
+# logits and exponentials, float64 pooled copies).
+PAGE_BYTES_PER_CELL = 20
+# Bytes per [query, key] cell of one head held by fused attention in the forward pass.
+FORWARD_BYTES_PER_CELL = 2 * FLOAT32
+# Bytes of any request besides its attention: token strings, figures' scaffolding.
+OVERHEAD = 16 * 1024 ** 2
+
+
+class BudgetError(ModelLoadError):
+    """A request needs more memory (or a longer analysis) than the server allows; nothing ran."""
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Token counts of one request: ``source`` (the whole input of a single-stack model) and
+    ``target`` (encoder-decoder: the decoder's tokens, the start token included; else 0)."""
+
+    source: int
+    target: int = 0
+
+    @property
+    def longest(self) -> int:
+        return max(self.source, self.target)
+
+
+def _cells(dims: ModelDims, family: Family, n: Lengths) -> dict[str, tuple[int, int, int]]:
+    """``{kind: (layers, queries, keys)}`` of every attention kind of a run."""
+    if family is Family.ENCODER_ONLY:
+        return {"encoder.self": (dims.n_encoder_layers, n.source, n.source)}
+    if family is Family.DECODER_ONLY:
+        return {"decoder.self": (dims.n_decoder_layers, n.source, n.source)}
+    return {"encoder.self": (dims.n_encoder_layers, n.source, n.source),
+            "decoder.self": (dims.n_decoder_layers, n.target, n.target),
+            "decoder.cross": (dims.n_decoder_layers, n.target, n.source)}
+
+
+def _page(dims: ModelDims, kinds: dict) -> int:
+    return max(dims.n_heads * q * k for _, q, k in kinds.values()) * PAGE_BYTES_PER_CELL
+
+
+def _overhead(dims: ModelDims, n: Lengths) -> int:
+    """Tokens, ids, masks and the forward pass's activations (a few [token, d_ff] arrays)."""
+    return OVERHEAD + (n.source + n.target) * (dims.d_ff + dims.d_model) * 4 * FLOAT32 \
+        + n.longest ** 2 * 3
+
+
+def dense_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
+    """Peak bytes of a trace that keeps every weight and score (the own models)."""
+    kinds = _cells(dims, family, n)
+    kept = sum(layers * dims.n_heads * q * k for layers, q, k in kinds.values()) * 2 * FLOAT32
+    return kept + max(kept, _page(dims, kinds)) + _overhead(dims, n)
+
+
+def lazy_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
+    """Peak bytes of a trace that keeps queries and keys and computes heads when asked (Hugging
+    Face checkpoints); masks kept as bool ``[query, key]``."""
+    kinds = _cells(dims, family, n)
+    kept = sum(layers * (dims.n_heads * q + dims.n_kv_heads * k) * dims.d_head * FLOAT32 + q * k
+               for layers, q, k in kinds.values())
+    forward = max(dims.n_heads * q * k for _, q, k in kinds.values()) * FORWARD_BYTES_PER_CELL
+    return kept + max(forward, _page(dims, kinds)) + _overhead(dims, n)
+
+
+def token_budget(loaded, limit_bytes: int) -> int:
+    """The longest input (tokens; encoder-decoder: source and target both this long) that a
+    :class:`~model.interface.LoadedModel` traces within ``limit_bytes``; at most its
+    ``max_positions``."""
+    pair = loaded.family is Family.ENCODER_DECODER
+
+    def fits(n: int) -> bool:
+        return loaded.memory_needed(Lengths(n, n if pair else 0)) <= limit_bytes
+
+    if not fits(1):
+        return 0
+    low, high = 1, loaded.positions.max_positions or 1 << 20
+    while low < high:  # the largest n that fits
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return low
+
+
+def check_request(loaded, n: Lengths, limit_bytes: int) -> None:
+    """Refuse, before anything runs, a request whose estimate exceeds ``limit_bytes``.
+
+    Args:
+        loaded: a :class:`~model.interface.LoadedModel`.
+        n: the request's token counts (from ``loaded.count_tokens``).
+        limit_bytes: the memory one request may need.
+
+    Raises:
+        BudgetError: with the input's length, the longest that fits and the limit.
+    """
+    needed = loaded.memory_needed(n)
+    if needed <= limit_bytes:
+        return
+    budget = token_budget(loaded, limit_bytes)
+    what = f"{n.source:,} tokens" if not n.target else \
+        f"{n.source:,} source and {n.target:,} target tokens"
+    raise BudgetError(
+        f"this text is {what}, which needs about {size(needed)}; on this server "
+        f"{loaded.name} ({loaded.device}) traces at most {budget:,} tokens at a time (a limit "
+        f"of {size(limit_bytes)} per request). Shorten the text.")
+
+
+def size(n_bytes: float) -> str:
+    """``n_bytes`` for people: ``"1.5 GB"``, ``"51 MB"``."""
+    if n_bytes >= 1024 ** 3:
+        return f"{n_bytes / 1024 ** 3:.1f} GB"
+    return f"{max(1, round(n_bytes / 1024 ** 2))} MB"
+
+
+def check_analysis(n_tokens: int, limit_tokens: int, what: str) -> None:
+    """Refuse an analysis of every head of every layer beyond ``limit_tokens`` tokens."""
+    if n_tokens > limit_tokens:
+        raise BudgetError(
+            f"{what} reads every head of every layer: on this server it runs on texts of up to "
+            f"{limit_tokens:,} tokens, and this one has {n_tokens:,}. Shorten the text, or look "
+            f"at one layer at a time in Explore.")
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, MemoryError):
+        return True
+    import torch
+
+    if isinstance(error, torch.OutOfMemoryError):
+        return True
+    text = str(error).lower()
+    return isinstance(error, RuntimeError) and ("out of memory" in text
+                                                or "can't allocate memory" in text)
+
+
+@contextmanager
+def memory_guard(what: str) -> Iterator[None]:
+    """Turn running out of memory (CPU or GPU) inside the block into a :class:`BudgetError`
+    that says so; the model stays usable (CUDA's cached blocks are released)."""
+    try:
+        yield
+    except (MemoryError, RuntimeError) as error:
+        if not _is_out_of_memory(error):
+            raise
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        raise BudgetError(f"the server ran out of memory while {what}; nothing was kept. Try "
+                          f"a shorter text, or again when fewer people are running models.") \
+            from None
