@@ -13,7 +13,8 @@ The estimate follows what the code holds at its peak, in three parts:
   logits and exponentials, the pooled float64 copy), :data:`PAGE_BYTES_PER_CELL` per cell.
 
 Estimates are upper bounds of the measured peaks (``python -m bench.request_memory``); the
-peak of a request is ``kept + max(forward, page)`` plus activations, masks and token strings.
+peak of a request is ``kept + max(forward, page)`` plus activations, masks and token strings,
+and a margin of a quarter.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ PAGE_BYTES_PER_CELL = 20
 # Bytes per [query, key] cell of one head held by fused attention in the forward pass.
 FORWARD_BYTES_PER_CELL = 2 * FLOAT32
 # Bytes of any request besides its attention: token strings, figures' scaffolding.
-OVERHEAD = 16 * 1024 ** 2
+OVERHEAD = 32 * 1024 ** 2
+# Measured peaks vary from run to run (the allocator, threads): the estimate adds a quarter.
+MARGIN = 1.25
 
 
 class BudgetError(ModelLoadError):
@@ -77,7 +80,7 @@ def dense_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
     """Peak bytes of a trace that keeps every weight and score (the own models)."""
     kinds = _cells(dims, family, n)
     kept = sum(layers * dims.n_heads * q * k for layers, q, k in kinds.values()) * 2 * FLOAT32
-    return kept + max(kept, _page(dims, kinds)) + _overhead(dims, n)
+    return int(MARGIN * (kept + max(kept, _page(dims, kinds)) + _overhead(dims, n)))
 
 
 def lazy_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
@@ -87,17 +90,17 @@ def lazy_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
     kept = sum(layers * (dims.n_heads * q + dims.n_kv_heads * k) * dims.d_head * FLOAT32 + q * k
                for layers, q, k in kinds.values())
     forward = max(dims.n_heads * q * k for _, q, k in kinds.values()) * FORWARD_BYTES_PER_CELL
-    return kept + max(forward, _page(dims, kinds)) + _overhead(dims, n)
+    return int(MARGIN * (kept + max(forward, _page(dims, kinds)) + _overhead(dims, n)))
 
 
 def token_budget(loaded, limit_bytes: int) -> int:
-    """The longest input (tokens; encoder-decoder: source and target both this long) that a
-    :class:`~model.interface.LoadedModel` traces within ``limit_bytes``; at most its
-    ``max_positions``."""
+    """The longest input (tokens; encoder-decoder: a source this long and a target as long,
+    after its start token) that a :class:`~model.interface.LoadedModel` traces within
+    ``limit_bytes``; at most its ``max_positions``."""
     pair = loaded.family is Family.ENCODER_DECODER
 
     def fits(n: int) -> bool:
-        return loaded.memory_needed(Lengths(n, n if pair else 0)) <= limit_bytes
+        return loaded.memory_needed(Lengths(n, n + 1 if pair else 0)) <= limit_bytes
 
     if not fits(1):
         return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import html
 import json
 import os
 import re
@@ -64,9 +65,11 @@ def figures(at) -> list[dict]:
 
 
 def shown(markdown: str) -> str:
-    """The text a reader sees of a markdown message: backslash escapes removed (the app escapes
-    every punctuation mark of user text, see ``app_pages.common.literal``)."""
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+    """The text a reader sees of a markdown message: character references and backslash escapes
+    decoded (the app writes the punctuation of user text as references, see
+    ``app_pages.common.literal``)."""
+    unescaped = html.unescape(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown))
+    return unescaped.replace("\u2060", "")  # the word joiners that keep URLs from linking
 
 
 def messages(elements) -> str:

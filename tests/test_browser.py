@@ -155,3 +155,22 @@ def test_after_switching_models_the_selectors_show_what_the_page_draws():
         title = page.locator(".js-plotly-plot .gtitle").first.text_content()
         assert title == f"decoder.self · layer {layer} · head 0"
         assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_file_names_and_model_paths_are_shown_as_text_never_as_links_or_images(tmp_path):
+    upload = tmp_path / "[click](https:evil.example) ![i](https:evil.example).txt"
+    upload.write_text("The dog slept under the table", encoding="utf-8")
+    with served_app() as url, chromium_page() as page:
+        page.goto(f"{url}/explore", wait_until="networkidle")
+        page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
+        page.get_by_test_id("stSidebar").locator("input[type='file']").set_input_files(
+            str(upload))
+        page.get_by_text(f"Analysing the uploaded file {upload.name}").wait_for(timeout=60_000)
+        choose_model(page, "other…")
+        box = page.get_by_role("textbox", name="Hub id or local path")
+        box.fill("[x](https://evil.example) ![i](https://evil.example/i.png)")
+        box.press("Enter")
+        page.get_by_text("Could not load [x](https:").wait_for(timeout=60_000)
+        wait_for_run(page)
+        assert page.locator("a[href*='evil'], img[src*='evil']").count() == 0
+        assert not page.get_by_test_id("stException").count()
