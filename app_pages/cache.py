@@ -17,7 +17,8 @@ import ctypes.util
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
 from typing import Any
 
@@ -56,9 +57,23 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     return 0
 
 
+class _Pending:
+    """A result being computed: whoever asks meanwhile waits for it (or for its error)."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
 class SharedCache:
     """A least-recently-used cache bounded by bytes, shared by every session, that computes each
-    key once and at most ``workers`` keys at a time.
+    key once and at most ``workers`` computations at a time.
+
+    Whoever asks for a key being computed waits and gets the same result (or the same error),
+    even when the result is too large to keep. A computation may ask the cache again (an
+    analysis asking for its trace): a thread that holds a worker slot does not wait for
+    another.
 
     Args:
         max_bytes: the most it holds; a result larger than this is returned but not kept.
@@ -69,8 +84,9 @@ class SharedCache:
         self.max_bytes = max_bytes
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
-        self._running: dict[Hashable, threading.Lock] = {}
+        self._running: dict[Hashable, _Pending] = {}
         self._workers = threading.BoundedSemaphore(max(1, workers))
+        self._held = threading.local()
 
     @property
     def size(self) -> int:
@@ -83,31 +99,59 @@ class SharedCache:
             return len(self._items)
 
     def peek(self, key: Hashable) -> tuple[bool, Any]:
+        """``(True, value)`` when ``key`` is held (it becomes the most recently used), else
+        ``(False, None)``."""
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return True, self._items[key][0]
             return False, None
 
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one of the worker slots for a computation (at once if this thread holds one)."""
+        depth = getattr(self._held, "depth", 0)
+        if depth:
+            self._held.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._held.depth = depth
+            return
+        with self._workers:
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
+
     def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """The cached value of ``key``, else ``compute()`` (once, whoever asks meanwhile)."""
-        found, value = self.peek(key)
-        if found:
-            return value
         with self._lock:
-            running = self._running.setdefault(key, threading.Lock())
-        with running:  # a second asker waits for the first
-            found, value = self.peek(key)
-            if found:
-                return value
-            try:
-                with self._workers:
-                    value = compute()
-                self._put(key, value)
-            finally:
-                with self._lock:
-                    self._running.pop(key, None)
-        return value
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key][0]
+            pending = self._running.get(key)
+            mine = pending is None
+            if mine:
+                pending = self._running[key] = _Pending()
+        if not mine:
+            pending.done.wait()
+            if pending.error is not None:
+                raise pending.error
+            return pending.value
+        try:
+            with self.slot():
+                pending.value = compute()
+            self._put(key, pending.value)
+        except BaseException as error:
+            pending.error = error
+            raise
+        finally:
+            with self._lock:
+                del self._running[key]
+            pending.done.set()
+        return pending.value
 
     def _put(self, key: Hashable, value: Any) -> None:
         size = nbytes(value)
@@ -184,13 +228,30 @@ def _load(spec: str, device: str) -> model.LoadedModel:
                       policy=rules)
 
 
-def _cached(key: tuple, spinner: str, compute: Callable[[], Any]) -> Any:
+def _cached(key: tuple, spinner: str, what: str, compute: Callable[[], Any]) -> Any:
+    """``compute()`` through the shared cache, under ``memory_guard(what)``, with a spinner
+    while it runs."""
     cache = shared_cache()
     found, value = cache.peek(key)
     if found:
         return value
+
+    def guarded():
+        with memory_guard(what):
+            return compute()
+
     with st.spinner(spinner):
-        return cache.get(key, compute)
+        return cache.get(key, guarded)
+
+
+@contextmanager
+def heavy_work(what: str) -> Iterator[None]:
+    """A page's own computation on a trace (every head of a layer, a window's panels) in one of
+    the server's worker slots, running out of memory explained on the page."""
+    from app_pages.common import explained_errors
+
+    with explained_errors(), shared_cache().slot(), memory_guard(what):
+        yield
 
 
 def get_trace(spec: str, device: str, text: str, target: str | None = None) -> model.AttentionTrace:
@@ -198,43 +259,35 @@ def get_trace(spec: str, device: str, text: str, target: str | None = None) -> m
     (traces are immutable)."""
     device = str(resolve_device(device))
     return _cached(("trace", spec, device, text, target),
-                   "Running the model and capturing attention…",
-                   lambda: _guarded("tracing the text",
-                                    lambda: get_model(spec, device).trace(text, target=target)))
+                   "Running the model and capturing attention…", "tracing the text",
+                   lambda: get_model(spec, device).trace(text, target=target))
 
 
-def get_head_stats(key: tuple, name: str) -> dict:
-    """:func:`model.analysis.statistics.head_stats` of the run's trace (slow for long inputs:
-    every head)."""
-    return _cached(("head_stats", *key, name), "Computing every head's statistics…",
-                   lambda: _guarded("computing head statistics",
-                                            lambda: _readonly(head_stats(get_trace(*key), name))))
+def get_head_stats(run, name: str) -> dict:
+    """:func:`model.analysis.statistics.head_stats` of a :class:`~app_pages.common.Run`'s
+    trace (slow for long inputs: every head)."""
+    return _cached(("head_stats", *run.key, name), "Computing every head's statistics…",
+                   "computing head statistics",
+                   lambda: _readonly(head_stats(run.trace, name)))
 
 
-def get_rollout(key: tuple, name: str):
-    """:func:`model.analysis.rollout.rollout` of the run's trace."""
-    return _cached(("rollout", *key, name), "Rolling attention out through the layers…",
-                   lambda: _guarded("rolling attention out",
-                                            lambda: _readonly(rollout(get_trace(*key), name))))
+def get_rollout(run, name: str):
+    """:func:`model.analysis.rollout.rollout` of a run's trace."""
+    return _cached(("rollout", *run.key, name), "Rolling attention out through the layers…",
+                   "rolling attention out", lambda: _readonly(rollout(run.trace, name)))
 
 
-def get_model_view(key: tuple, name: str) -> dict:
-    """The model-view figure of the run's trace as a plain dict (every head computed and
-    pooled once).
+def get_model_view(run, name: str) -> dict:
+    """The model-view figure of a run's trace as a plain dict (every head computed and pooled
+    once).
 
     A dict, not a ``go.Figure``: the chart's element id is computed from the figure, and a
     figure rebuilt from a dict can serialise its layout keys in another order, so the click
     that caused the next run would lose its selection.
     """
-    return _cached(("model_view", *key, name), "Drawing every layer and head…",
-                   lambda: _guarded("drawing the model view",
-                                            lambda: viz.model_view(get_trace(*key),
-                                                                   name).to_dict()))
-
-
-def _guarded(what: str, compute: Callable[[], Any]) -> Any:
-    with memory_guard(what):
-        return compute()
+    return _cached(("model_view", *run.key, name), "Drawing every layer and head…",
+                   "drawing the model view",
+                   lambda: viz.model_view(run.trace, name).to_dict())
 
 
 def _readonly(value):

@@ -16,6 +16,7 @@ from app_pages import widgets
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
 from model.budget import check_analysis, check_request, token_budget
+from model.errors import listed
 
 DEFAULT_MODEL = "own-translator"
 DEFAULT_TEXT = "The cat sat on the mat"
@@ -96,6 +97,7 @@ def sidebar(with_text: bool = True) -> None:
                                   "file is loaded it replaces the box above; remove it (×) to "
                                   "type again.")
             st.text_input("Target text (encoder-decoder models, optional)", key="target",
+                          max_chars=limits().max_chars,
                           placeholder="e.g. 猫 坐 在 垫子 上",
                           help="The output the decoder is fed word by word (teacher forcing). "
                                "Leave it empty to trace the model's own output. For "
@@ -162,7 +164,7 @@ def describe_error(spec: str, vocabulary_above: bool = False) -> Callable[[Value
     def describe(error: ValueError) -> str:
         if not isinstance(error, UnknownWordsError):
             return str(error)
-        words = ", ".join(f"“{w}”" for w in error.words)
+        words = listed(error.words, lambda word: f"“{word}”")
         source, source_example, target, target_example = READS.get(
             spec, ("words of its vocabulary", "", "words of its vocabulary", ""))
         if error.side == "target":
@@ -261,6 +263,10 @@ def load_run() -> Run:
         st.caption(f"Analysing the uploaded file {literal(upload.name)} ({len(text):,} "
                    f"characters).{note}")
     target = str(st.session_state.get("target", "")).strip() or None
+    if target is not None and len(target) > bounds.max_chars:
+        st.error(f"The target text has {len(target):,} characters; this server reads at most "
+                 f"{bounds.max_chars:,}. Shorten it.")
+        st.stop()
     if not spec:
         st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
         st.stop()

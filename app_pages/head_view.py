@@ -6,6 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
+from app_pages.cache import heavy_work
 from app_pages.common import chart, kind_selector, load_run, window_selector
 from app_pages.events import clicked_token
 from model.analysis.views import window, window_weights, writes_words
@@ -34,8 +35,10 @@ titles = ("target: word written", "source") if name == "decoder.cross" else (
 if not heads:
     st.info("Choose at least one head.")
     st.stop()
+with heavy_work("computing the heads"):
+    weights = window_weights(trace, name, layer, shown)
 event = chart(
-    viz.head_view(window_weights(trace, name, layer, shown), shown.query_tokens,
+    viz.head_view(weights, shown.query_tokens,
                   shown.key_tokens, heads=heads, focus=focus, title=f"{name} · layer {layer}",
                   left_title=titles[0], right_title=titles[1], query_hover=labels,
                   key_hover=shown.key_labels),

@@ -6,7 +6,14 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.common import chart, explained_errors, kind_selector, load_run, window_selector
+from app_pages.cache import heavy_work
+from app_pages.common import (
+    chart,
+    kind_selector,
+    literal,
+    load_run,
+    window_selector,
+)
 from model.analysis.views import mask_panels, window
 
 st.title("Causal mask")
@@ -19,14 +26,14 @@ kinds = [n for n in trace.names if n == "decoder.self"] or list(trace.names)
 c1, c2, c3 = st.columns([2, 1, 1])
 name = kind_selector(trace, c1, key="mask_kind", kinds=kinds)
 if name != "decoder.self":
-    st.info(f"{trace.model} has no causal self-attention: its mask lets every token see every "
-            "other (only padding would be masked).")
+    st.info(f"{literal(trace.model)} has no causal self-attention: its mask lets every token "
+            "see every other (only padding would be masked).")
 layer = widgets.selectbox("Layer", range(trace.layers(name)), key="mask_layer", container=c2)
 head = widgets.selectbox("Head", range(trace.n_heads), key="mask_head", container=c3)
 q_tokens, _ = trace.axes(name)
 start, stop = window_selector(len(q_tokens), 32, key="mask_window")
 shown = window(trace, name, start, stop)
-with explained_errors():
+with heavy_work("computing the mask panels"):
     panels = mask_panels(trace, name, layer, head, shown)
 chart(viz.mask_view(
     panels.scores, panels.allowed, panels.weights, shown.query_tokens, shown.key_tokens,

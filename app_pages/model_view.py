@@ -15,7 +15,7 @@ name = kind_selector(trace, key="mv_kind")
 bounded_analysis(run, name, "The model view")
 st.caption(f"{trace.layers(name)} layers × {trace.n_heads} heads. Each tile is one head's "
            "attention (rows: queries, columns: keys). Click a tile to open it.")
-event = chart(get_model_view(run.key, name), key="model_view", on_select="rerun",
+event = chart(get_model_view(run, name), key="model_view", on_select="rerun",
                         selection_mode="points")
 chosen = selected_head(event)
 if chosen is not None:

@@ -19,7 +19,7 @@ trace = run.trace
 kinds = [n for n in trace.names if n.endswith(".self")]
 name = kind_selector(trace, key="ro_kind", kinds=kinds)
 bounded_analysis(run, name, "Rollout")
-flows = get_rollout(run.key, name)
+flows = get_rollout(run, name)
 layer = widgets.slider("Through layer", 0, len(flows) - 1, len(flows) - 1, key="ro_layer")
 rows = query_rows(trace, name)
 first = widgets.radio(

@@ -24,7 +24,7 @@ run = load_run()
 trace = run.trace
 name = kind_selector(trace, key="st_kind")
 bounded_analysis(run, name, "Head statistics")
-stats = get_head_stats(run.key, name)
+stats = get_head_stats(run, name)
 metrics = defined_metrics(stats)
 metric = widgets.selectbox("Metric", metrics, key="st_metric")
 event = chart(viz.stats_heatmap(stats[metric], metric, STATS[metric]),

@@ -11,6 +11,7 @@ from app_pages.common import chart, describe_error, explained_errors, settings
 from model.analysis.views import generation_step, written_words
 
 SPEC = "own-translator"
+MAX_SENTENCE = 300  # characters: the translator reads at most 64 tokens
 EXAMPLES = ("The cat sat on the mat", "The cat chased the mouse because it was hungry",
             "The small dog slept under the table yesterday")
 
@@ -43,7 +44,8 @@ def _own_sentence() -> None:
 widgets.selectbox("Example", [*EXAMPLES, OWN], key="example", on_change=_use_example,
                   help="Choosing one puts it in the sentence box below.")
 st.session_state.setdefault("translate_text", EXAMPLES[0])
-text = st.text_input("English sentence", key="translate_text", on_change=_own_sentence)
+text = st.text_input("English sentence", key="translate_text", on_change=_own_sentence,
+                     max_chars=MAX_SENTENCE)
 if not text.strip():
     st.info("Type an English sentence made of the vocabulary's words.")
     st.stop()

@@ -95,10 +95,7 @@ def _export(args: argparse.Namespace) -> int:
     if not spec:
         raise ValueError("--model is empty: name a bundled model, a hub id, a folder or a .gguf")
     device = args.device.strip()
-    try:
-        resolve_device(device)
-    except RuntimeError:  # torch's answer to a device string it does not know
-        raise ValueError(f"--device {device!r} is not a device: use auto, cpu or cuda") from None
+    resolve_device(device)  # an unknown device: a ValueError that says so, before loading
     model = load(spec, device=device)
     if args.target is not None and model.family is not Family.ENCODER_DECODER:
         raise ValueError(f"--target applies to encoder-decoder models; {spec} is {model.family}")

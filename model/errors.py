@@ -23,5 +23,11 @@ class UnknownWordsError(ValueError):
         self.words = list(dict.fromkeys(words))
         self.side = side
         vocabulary = f"the {side} vocabulary" if side else "the vocabulary"
-        super().__init__(
-            f"not in {vocabulary}: " + ", ".join(repr(w) for w in self.words))
+        super().__init__(f"not in {vocabulary}: " + listed(self.words, repr))
+
+
+def listed(items: Sequence[str], show=str, most: int = 12) -> str:
+    """``items`` joined with commas, the first ``most`` of them and how many more: a message
+    stays one short line however many there are."""
+    shown = ", ".join(show(item[:40]) for item in items[:most])
+    return shown + (f" and {len(items) - most:,} more" if len(items) > most else "")

@@ -142,11 +142,11 @@ class Limits:
         return cls(
             request_bytes=int(_number("ATTENTION_EXPLORER_REQUEST_GB", default.request_bytes / GB)
                               * GB),
-            analysis_tokens=int(_number("ATTENTION_EXPLORER_ANALYSIS_TOKENS",
-                                        default.analysis_tokens)),
+            analysis_tokens=max(1, int(_number("ATTENTION_EXPLORER_ANALYSIS_TOKENS",
+                                               default.analysis_tokens))),
             trace_cache_bytes=int(_number("ATTENTION_EXPLORER_TRACE_CACHE_GB",
                                           default.trace_cache_bytes / GB) * GB),
-            concurrent_runs=int(_number("ATTENTION_EXPLORER_CONCURRENT_RUNS",
-                                        default.concurrent_runs)),
-            max_chars=int(_number("ATTENTION_EXPLORER_MAX_CHARS", default.max_chars)),
+            concurrent_runs=max(1, int(_number("ATTENTION_EXPLORER_CONCURRENT_RUNS",
+                                               default.concurrent_runs))),
+            max_chars=max(1, int(_number("ATTENTION_EXPLORER_MAX_CHARS", default.max_chars))),
         )

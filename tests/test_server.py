@@ -76,9 +76,9 @@ def _state_dict(folder: Path) -> dict:
 SAFE = LoadPolicy(pickle=False)  # a classroom server's default: no pickles
 CASES = {  # case -> (policy, a phrase of its message)
     "no layers": (OPEN, "no layers"),
-    "wrong shapes": (OPEN, "could not load"),
+    "wrong shapes": (OPEN, "weights do not have the sizes its config.json states"),
     "pickled weights": (SAFE, "does not read pickled weights"),
-    "hostile pickle": (OPEN, "could not load"),
+    "hostile pickle": (OPEN, "safe unpickler refused them"),
     "folder without config": (OPEN, "holds no config.json"),
     "truncated gguf": (OPEN, "could not read the GGUF file truncated.gguf"),
     "very long path": (OPEN, "too long"),
@@ -247,6 +247,23 @@ def test_allowed_folders_refuse_every_other_path_with_one_message(tiny_checkpoin
     assert "folders its operator allows" in refusals.pop()
 
 
+def test_names_relative_to_the_working_directory_are_never_read(tiny_checkpoints, tmp_path,
+                                                                 monkeypatch):
+    allowed = tiny_checkpoints["bert"].parent.resolve()
+    (tmp_path / "org" / "name").mkdir(parents=True)  # in the server's working directory
+    monkeypatch.chdir(tmp_path)
+    policy = LoadPolicy(folders=(allowed,), hub=False)
+    refusals = set()
+    for spec in ("org/name", "org", "org/nowhere", "name"):
+        with pytest.raises(ModelLoadError) as caught:
+            load(spec, device="cpu", policy=policy)
+        refusals.add(str(caught.value).replace(repr(spec), "SPEC"))
+    assert len(refusals) <= 2 and all("allows" in r or "does not download" in r
+                                      for r in refusals)
+    # a plain name is looked up in the allowed folders, not the working directory
+    assert load("bert", device="cpu", policy=policy).family is model.Family.ENCODER_ONLY
+
+
 def test_hub_switched_off_or_too_large_is_refused_before_any_download(monkeypatch):
     from model.hf import checkpoints
 
@@ -396,6 +413,83 @@ def test_one_result_is_computed_once_for_concurrent_askers_and_shared():
         thread.join(10)
     assert len(computed) == 1 and len(results) == 4
     assert all(r is results[0] for r in results)  # the same object, not a copy
+
+
+def test_a_computation_may_ask_the_cache_again_without_waiting_for_itself():
+    from app_pages.cache import SharedCache
+
+    cache = SharedCache(max_bytes=10, workers=1)  # one slot, and nothing fits: recomputed
+    inner = cache.get("outer", lambda: cache.get("inner", lambda: "trace") + " stats")
+    assert inner == "trace stats"
+
+
+def test_waiters_share_a_result_too_large_to_keep_and_an_error():
+    from app_pages.cache import SharedCache
+
+    cache, computed = SharedCache(max_bytes=10, workers=4), []
+    started, gate = threading.Event(), threading.Event()
+
+    def large():
+        computed.append("large")
+        started.set()
+        gate.wait(5)
+        return np.zeros(1_000)
+
+    def failing():
+        computed.append("failing")
+        started.set()
+        gate.wait(5)
+        raise MemoryError("out of memory")
+
+    for compute in (large, failing):
+        started.clear()
+        gate.clear()
+        results = []
+
+        def ask(compute=compute, results=results):
+            try:
+                results.append(cache.get(compute.__name__, compute))
+            except MemoryError as error:
+                results.append(error)
+
+        first = threading.Thread(target=ask)
+        first.start()
+        assert started.wait(5)  # the first asker is computing: the others wait for it
+        others = [threading.Thread(target=ask) for _ in range(3)]
+        for thread in others:
+            thread.start()
+        gate.set()
+        for thread in (first, *others):
+            thread.join(10)
+        assert len(results) == 4 and all(r is results[0] for r in results)
+    assert computed == ["large", "failing"]
+    assert cache.get("failing", lambda: "computed again later") == "computed again later"
+
+
+def test_traces_of_pretrained_models_are_read_only(tiny_checkpoints):
+    trace = load(str(tiny_checkpoints["llama"]), device="cpu").trace(SEED_SENTENCE)
+    store = trace.attention["decoder.self"]
+    for call in store.calls:
+        assert not call.q.flags.writeable and not call.k.flags.writeable
+
+
+def test_long_targets_and_translate_sentences_are_refused_with_one_line(monkeypatch):
+    from app_pages.cache import limits
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_MAX_CHARS", "40")
+    limits.clear()
+    try:
+        at = app_test("explore", model_choice="own-random", target="word " * 20)
+        assert "target text has 99 characters" in messages(at.error)  # stripped
+    finally:
+        limits.clear()
+    at = app_test("translate")
+    at.session_state["translate_text"] = "zz " * 200  # past the box's limit, as a script could
+    at.run()
+    assert at.text_input(key="translate_text").value == ("zz " * 100)[:300]  # Streamlit cuts it
+    at.text_input(key="translate_text").set_value(" ".join(f"zz{i}" for i in range(40))).run()
+    message = messages(at.error)
+    assert "and 28 more" in message and len(message) < 600  # unknown words, listed briefly
 
 
 def test_reruns_share_one_trace_and_auto_shares_the_resolved_device():

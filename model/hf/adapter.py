@@ -9,6 +9,7 @@ through :mod:`.capture` so that tracing costs about one fused forward pass.
 from __future__ import annotations
 
 import pickle
+import re
 import struct
 from pathlib import Path
 
@@ -54,10 +55,18 @@ def parameter_kind(name: str) -> str:
     return "other"
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # terminal colours in transformers' messages
+
+
 def _load_message(spec: str, source: str, error: BaseException, policy: LoadPolicy) -> str:
     """One line on why ``spec`` did not load: the error's first line, with the places it was
     read from (a converted GGUF in the cache, the home folder) named by the spec instead."""
-    text = (str(error).strip().splitlines() or [""])[0]
+    text = ANSI.sub("", (str(error).strip().splitlines() or [""])[0])
+    if "ignore_mismatched_sizes" in text:
+        return f"could not load {spec!r}: its weights do not have the sizes its config.json states"
+    if isinstance(error, pickle.UnpicklingError):
+        return (f"could not load {spec!r}: its pickled weights hold more than tensors, and the "
+                f"safe unpickler refused them (convert the checkpoint to safetensors)")
     for place, name in ((source, spec), (str(cache_dir()), "the cache"),
                         (str(Path.home()), "~")):
         if place and place != name:

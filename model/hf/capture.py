@@ -70,12 +70,17 @@ class Recorder:
         if key not in self._shared:
             array = tensor.detach()
             array = array.float() if array.is_floating_point() else array
-            self._shared[key] = (tensor, array.cpu().numpy())  # keep the tensor: ids stay unique
+            array = array.cpu().numpy()
+            array.setflags(write=False)
+            self._shared[key] = (tensor, array)  # keep the tensor: ids stay unique
         return self._shared[key][1]
 
 
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    return tensor.detach().float().cpu().numpy()
+    """A read-only float32 copy: traces are shared by every session of a server."""
+    array = tensor.detach().float().cpu().numpy()
+    array.setflags(write=False)
+    return array
 
 
 def _record(recorder: Recorder, module, query, key, attention_mask, scaling, kwargs) -> None:

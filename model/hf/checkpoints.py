@@ -323,14 +323,26 @@ HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".gguf")
 
 
-def _local(spec: str) -> bool:
-    """Whether ``spec`` names a local file or folder rather than a hub id."""
-    if spec.startswith((".", "/", "~")) or spec.endswith(".gguf") or not HUB_ID.fullmatch(spec):
-        return True
+def _exists(path: Path) -> bool:
     try:
-        return Path(spec).exists()
-    except OSError:
-        return True
+        return path.exists()
+    except (OSError, ValueError):  # too long, a NUL byte, no permission
+        return True  # treated as a path, which the policy then checks
+
+
+def _place(spec: str, policy: LoadPolicy) -> Path | None:
+    """The local file or folder ``spec`` names, or None for a hub id.
+
+    Under a policy with allowed folders, a relative name is looked up in those folders, and a
+    name like a hub id is a hub id unless it exists there or in the working directory (which
+    transformers would read first; the policy then refuses it)."""
+    path = Path(spec).expanduser() if spec.startswith("~") else Path(spec)
+    if policy.folders is not None and not path.is_absolute():
+        for folder in policy.folders:
+            if _exists(folder / path):
+                return folder / path
+    hub_like = HUB_ID.fullmatch(spec) and not spec.startswith(".") and not spec.endswith(".gguf")
+    return path if not hub_like or _exists(path) else None
 
 
 def resolve(spec: str, trust_remote_code: bool = False,
@@ -344,10 +356,10 @@ def resolve(spec: str, trust_remote_code: bool = False,
     if spec in BUNDLED_HF:
         path, gguf = _bundled_path(spec)
         return (str(_convert_gguf(path / gguf, trust_remote_code)) if gguf else str(path)), True
-    if not _local(spec):
+    path = _place(spec, policy)
+    if path is None:
         return spec, False
-    policy.check_path(Path(spec))
-    path = Path(spec).expanduser()
+    policy.check_path(path)
     try:
         if spec.endswith(".gguf"):
             if not path.is_file():
@@ -374,7 +386,8 @@ def _hub_weight_bytes(repo: str) -> int:
         raise ModelLoadError(f"there is no model {repo!r} on the Hugging Face hub (or it is "
                              f"private)") from None
     except (HfHubHTTPError, OSError) as error:
-        raise ModelLoadError(f"the hub did not answer for {repo!r}: {error}") from None
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise ModelLoadError(f"the hub did not answer for {repo!r}: {first}") from None
     return sum(f.size or 0 for f in info.siblings or () if f.rfilename.endswith(WEIGHT_SUFFIXES))
 
 
