@@ -8,9 +8,10 @@ import logging
 import os
 import uuid
 
+import pandas  # noqa: F401  (see below)
 import streamlit as st
 
-from app_pages.common import sidebar
+from app_pages.common import FIGURES, page_downloads, sidebar
 from app_pages.navigation import PAGES
 
 log = logging.getLogger("attention_explorer")
@@ -23,9 +24,14 @@ for spec, page in pages:
     sections.setdefault(spec.group, []).append(page)
 current = st.navigation(sections)
 spec = next(spec for spec, page in pages if page is current)
+# pandas is imported above, by every session before it draws: plotly looks for pandas in
+# sys.modules without importing it, so a session drawing while another was still importing
+# pandas failed with "partially initialized module 'pandas'" (9 times in a 25-session soak).
+st.session_state[FIGURES] = {}
 try:
     sidebar(with_text=spec.reads_text)
     current.run()
+    page_downloads()
 except Exception:  # Streamlit's own stop and rerun are BaseExceptions: they pass through
     if os.environ.get("ATTENTION_EXPLORER_DEBUG", "") not in ("", "0"):
         raise

@@ -4,11 +4,14 @@ the one way a page explains an expected error."""
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
+import plotly.graph_objects as go
 import streamlit as st
 
 import model
@@ -17,6 +20,7 @@ from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
 from model.budget import check_analysis, check_request, token_budget
 from model.errors import listed
+from viz import export
 
 DEFAULT_MODEL = "own-translator"
 DEFAULT_TEXT = "The cat sat on the mat"
@@ -283,19 +287,85 @@ def load_run() -> Run:
     with explained_errors(describe=describe_error(spec)):
         check_request(loaded, loaded.count_tokens(text, target), bounds.request_bytes)
         run = Run(key, loaded, get_trace(*key))
+    st.session_state["_export_context"] = (spec.rsplit("/", 1)[-1], " ".join(text.split()[:6]))
+    st.sidebar.download_button(
+        "This trace (.npz)", data=lambda: trace_bytes(run.trace),
+        file_name=f"{export_name('trace')}.npz", mime="application/octet-stream",
+        key="trace_npz", on_click="ignore", icon=":material/download:",
+        help="Every attention weight of this run in the export format (numpy.load reads it).")
     show_token_notes(run)
     return run
 
 
-# Plotly's toolbar, kept to what a reader uses, so that it covers less of a chart's top edge.
+def trace_bytes(trace: AttentionTrace) -> bytes:
+    """The trace in its export format (.npz), as bytes."""
+    with tempfile.TemporaryDirectory() as folder:
+        return trace.save(Path(folder) / "trace.npz").read_bytes()
+
+
+# Plotly's toolbar, kept to what a reader uses, so that it covers less of a chart's top edge;
+# its camera saves a PNG at three times the chart's size.
 CHART_CONFIG = {"displaylogo": False,
                 "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d", "zoomIn2d",
                                            "zoomOut2d"]}
+EXPORTS = {"PNG": ("png", "image/png"), "SVG": ("svg", "image/svg+xml"),
+           "PDF": ("pdf", "application/pdf"), "HTML": ("html", "text/html"),
+           "CSV": ("csv", "text/csv")}
+FIGURES = "_page_figures"  # this run's figures, for the page's ZIP (app.py)
 
 
-def chart(figure, *, key: str, container=st, **kwargs):
-    """``st.plotly_chart`` with the app's toolbar; returns the selection state when asked."""
-    return container.plotly_chart(figure, key=key, config=CHART_CONFIG, **kwargs)
+def export_name(*parts) -> str:
+    """A file name for this page's exports: the model and the text's first words, then
+    ``parts`` (kind, layer, head, ...)."""
+    context = st.session_state.get("_export_context", ())
+    return export.file_stem(*context, *parts)
+
+
+def export_files(figure, stem: str, table: bytes | None = None) -> dict[str, Callable[[], bytes]]:
+    """``{file name: how to make it}`` for one figure: PNG, SVG, PDF, offline HTML, CSV."""
+    return {f"{stem}.png": lambda: export.image(figure, "png"),
+            f"{stem}.svg": lambda: export.image(figure, "svg"),
+            f"{stem}.pdf": lambda: export.image(figure, "pdf"),
+            f"{stem}.html": lambda: export.html(figure, stem),
+            f"{stem}.csv": lambda: table if table is not None else export.figure_table(figure)}
+
+
+def chart(figure, *, key: str, container=st, name: tuple = (), table: bytes | None = None,
+          **kwargs):
+    """``st.plotly_chart`` with the app's toolbar and an Export menu (PNG, SVG, PDF rendered on
+    the server, offline HTML, CSV); returns the selection state when asked.
+
+    Args:
+        name: what the exported files are named after, besides the model and the text (e.g.
+            kind, layer, head); default the chart's key.
+        table: the CSV of what the chart shows, when the page has it exactly (else read from
+            the figure).
+    """
+    stem = export_name(*(name or (key,)))
+    config = {**CHART_CONFIG, "toImageButtonOptions": {
+        "format": "png", "scale": export.IMAGE_SCALE, "filename": stem}}
+    event = container.plotly_chart(figure, key=key, config=config, **kwargs)
+    as_figure = figure if isinstance(figure, go.Figure) else go.Figure(figure)
+    files = export_files(as_figure, stem, table)
+    st.session_state.setdefault(FIGURES, {}).update(files)
+    with container.popover("Export", icon=":material/download:"):
+        st.caption("Rendered on the server at 3× for PNG; HTML works offline.")
+        for label, (extension, mime) in EXPORTS.items():
+            st.download_button(label, data=files[f"{stem}.{extension}"],
+                               file_name=f"{stem}.{extension}", mime=mime,
+                               key=f"{key}_export_{extension}", on_click="ignore")
+    return event
+
+
+def page_downloads() -> None:
+    """The sidebar's downloads of a page that drew figures: every figure in one ZIP."""
+    files = st.session_state.get(FIGURES) or {}
+    if files:
+        st.sidebar.download_button(
+            f"All {len(files) // len(EXPORTS)} figures of this page (ZIP)",
+            data=lambda: export.bundle({name: make() for name, make in files.items()}),
+            file_name=f"{export_name('figures')}.zip", mime="application/zip",
+            key="page_zip", on_click="ignore", icon=":material/folder_zip:")
 
 
 def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 import viz
@@ -9,6 +10,7 @@ from app_pages import widgets
 from app_pages.cache import heavy_work
 from app_pages.common import chart, kind_selector, literal, load_run
 from model.analysis.views import FIT_ABOVE, layer_view, query_rows, writes_words
+from viz import export
 
 st.title("Explore attention")
 trace = load_run().trace
@@ -39,6 +41,8 @@ with heavy_work("drawing every head of the layer"):  # the layer's heads, pooled
         view.weights, rows.labels, k_tokens, allowed=view.allowed,
         title=f"{name} · layer {layer} · head {head}", y_title=rows.title,
         special=(rows.special, trace.special(name)[1]), zmax=view.zmax, query_hover=rows.hover)
+    shown_table = export.matrix_csv(np.where(view.allowed, view.weights, np.nan), rows.labels,
+                                    k_tokens, corner="query \\ key")
     grid = viz.heads_grid(view.layer_weights, rows.labels, k_tokens, allowed=view.allowed,
                           cols=3 if trace.n_heads % 3 == 0 else 4, zmax=view.zmax,
                           query_hover=rows.hover)
@@ -46,7 +50,8 @@ if view.fitted:
     st.caption(f"Colours fitted to this layer: the darkest colour is its largest weight away "
                f"from the first token, {view.zmax:.3f}; weights on the first token (often an "
                f"'attention sink') may be larger and are drawn darkest too.")
-chart(heatmap, key="head_heatmap")
+chart(heatmap, key="head_heatmap", name=(name, f"layer {layer}", f"head {head}"),
+      table=shown_table)
 st.caption(("Rows: the word the decoder is writing (it reads the word before). "
             if writes_words(trace, name) else "Rows: the token that is looking (query). ")
            + "Columns: the token it looks at (key). Each row sums to 1. Grey cells are masked: "
@@ -56,7 +61,7 @@ st.subheader(f"All {trace.n_heads} heads of layer {layer}")
 if group > 1:
     st.caption(f"Grouped-query attention: {trace.n_kv_heads} key/value heads, each shared by "
                f"{group} consecutive query heads.")
-chart(grid, key="heads_grid")
+chart(grid, key="heads_grid", name=(name, f"layer {layer}", "all heads"))
 st.caption(f"{literal(trace.model)} · {trace.family} · {trace.n_layers} layers × "
            f"{trace.n_heads} heads"
            f"{f' ({trace.n_kv_heads} K/V)' if group > 1 else ''} · {trace.positional} positions"

@@ -174,3 +174,34 @@ def test_file_names_and_model_paths_are_shown_as_text_never_as_links_or_images(t
         wait_for_run(page)
         assert page.locator("a[href*='evil'], img[src*='evil']").count() == 0
         assert not page.get_by_test_id("stException").count()
+
+
+def test_a_chart_downloads_as_csv_and_png_and_the_page_as_a_zip(tmp_path):
+    import zipfile
+
+    with served_app() as url, chromium_page() as page:
+        page.goto(f"{url}/explore", wait_until="networkidle")
+        page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
+        wait_for_run(page)
+        page.get_by_role("button", name="Export").first.click()
+        with page.expect_download(timeout=60_000) as download:
+            page.get_by_role("button", name="CSV", exact=True).first.click()
+        csv_file = tmp_path / download.value.suggested_filename
+        download.value.save_as(csv_file)
+        assert csv_file.name == ("own-translator_The-cat-sat-on-the-mat_encoder.self_layer-0_"
+                                 "head-0.csv")
+        rows = csv_file.read_text(encoding="utf-8-sig").splitlines()
+        assert rows[0].split(",")[1:] == ["The", "cat", "sat", "on", "the", "mat"]
+        with page.expect_download(timeout=120_000) as download:
+            page.get_by_role("button", name="PNG", exact=True).first.click()
+        png = tmp_path / "chart.png"
+        download.value.save_as(png)
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        page.keyboard.press("Escape")
+        with page.expect_download(timeout=180_000) as download:
+            page.get_by_role("button", name="All 2 figures of this page (ZIP)").click()
+        archive = tmp_path / "figures.zip"
+        download.value.save_as(archive)
+        with zipfile.ZipFile(archive) as files:
+            names = files.namelist()
+        assert len(names) == 10 and sum(n.endswith(".html") for n in names) == 2

@@ -1,0 +1,147 @@
+"""Figures as files for slides and papers: PNG, SVG and PDF rendered by kaleido 1.x (with the
+system's Chromium), a standalone HTML file that works offline (plotly.js inside), the shown
+matrix as CSV, and many files as one ZIP.
+
+Kaleido keeps one Chromium running once the first image is asked for (about 4 s), so each later
+image takes well under a second.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import threading
+import unicodedata
+import warnings
+import zipfile
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+IMAGE_FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
+IMAGE_SCALE = 3  # a 700 px wide chart becomes 2,100 px: sharp on a projector and in print
+DEFAULT_SIZE = (900, 600)  # px, for figures whose width follows the page
+_server = threading.Lock()
+_started = False
+
+
+def _start_kaleido() -> None:
+    """Keep one Chromium for every image of this process (started once, on first use)."""
+    global _started
+    with _server:
+        if not _started:
+            import kaleido
+
+            kaleido.start_sync_server(silence_warnings=True)
+            _started = True
+
+
+def file_stem(*parts: object, most: int = 80) -> str:
+    """A file name (without extension) from ``parts``: words kept (Chinese included), anything a
+    file system may refuse replaced by ``-``, at most ``most`` characters."""
+    words = []
+    for part in parts:
+        if part is None or part == "":
+            continue
+        text = unicodedata.normalize("NFKC", str(part))
+        text = re.sub(r"[^\w.\u4e00-\u9fff]+", "-", text).strip("-.")
+        if text:
+            words.append(text)
+    return ("_".join(words) or "figure")[:most].rstrip("-_.")
+
+
+def _sized(figure: go.Figure) -> go.Figure:
+    """A copy with a width and height: a figure that fills the page has none of its own."""
+    copy = go.Figure(figure)
+    width = copy.layout.width or DEFAULT_SIZE[0]
+    height = copy.layout.height or DEFAULT_SIZE[1]
+    copy.update_layout(width=width, height=height)
+    return copy
+
+
+def image(figure: go.Figure, fmt: str, scale: float = IMAGE_SCALE) -> bytes:
+    """The figure as ``png``, ``svg`` or ``pdf`` bytes (PNG at ``scale`` × its size)."""
+    if fmt not in IMAGE_FORMATS:
+        raise ValueError(f"unknown image format {fmt!r}: use one of {', '.join(IMAGE_FORMATS)}")
+    _start_kaleido()
+    with warnings.catch_warnings():  # plotly warns that a running server ignores its options
+        warnings.simplefilter("ignore", UserWarning)
+        return pio.to_image(_sized(figure), format=fmt, scale=scale if fmt == "png" else 1)
+
+
+def html(figure: go.Figure, title: str = "") -> bytes:
+    """A standalone HTML page of the figure that works offline (plotly.js embedded)."""
+    page = pio.to_html(_sized(figure), include_plotlyjs=True, full_html=True,
+                       config={"displaylogo": False})
+    if title:
+        page = page.replace("<head>", f"<head><title>{_escape(title)}</title>", 1)
+    return page.encode("utf-8")
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def matrix_csv(matrix, row_labels: Sequence[str], column_labels: Sequence[str],
+               corner: str = "") -> bytes:
+    """A matrix as CSV: a header of column labels, each row led by its label (UTF-8 with a
+    byte-order mark, so that spreadsheets read Chinese labels). Masked cells (NaN) stay
+    empty; values are written in full precision."""
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.shape != (len(row_labels), len(column_labels)):
+        raise ValueError(f"a {matrix.shape} matrix does not match {len(row_labels)} row and "
+                         f"{len(column_labels)} column labels")
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([corner, *map(str, column_labels)])
+    for label, row in zip(row_labels, matrix, strict=True):
+        writer.writerow([str(label), *("" if np.isnan(v) else repr(float(v)) for v in row)])
+    return ("\ufeff" + out.getvalue()).encode("utf-8")
+
+
+def figure_table(figure: go.Figure) -> bytes:
+    """What a figure shows, as CSV: the first heatmap's matrix with its axis labels (all of
+    them, not the thinned tick labels), else every trace's points."""
+    for trace in figure.data:
+        if trace.type == "heatmap" and trace.z is not None:
+            z = np.asarray(trace.z, dtype=float)
+            rows = _labels(figure, trace, "y", z.shape[0])
+            columns = _labels(figure, trace, "x", z.shape[1])
+            return matrix_csv(z, rows, columns)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["trace", "x", "y"])
+    for index, trace in enumerate(figure.data):
+        name = trace.name or f"trace {index}"
+        xs = getattr(trace, "x", None)
+        ys = getattr(trace, "y", None)
+        if xs is None or ys is None:
+            continue
+        for x, y in zip(xs, ys, strict=False):
+            writer.writerow([name, x, y])
+    return ("\ufeff" + out.getvalue()).encode("utf-8")
+
+
+def _labels(figure: go.Figure, trace, axis: str, n: int) -> list[str]:
+    """Labels of a heatmap's ``n`` rows or columns: the axis's tick labels when there is one
+    per cell, else the trace's own x/y, else the positions."""
+    ref = getattr(trace, f"{axis}axis", None) or axis  # "x", "x2", ...
+    layout_axis = figure.layout[f"{axis}axis{ref[1:]}"]
+    ticks = layout_axis.ticktext if layout_axis is not None else None
+    values = getattr(trace, axis)
+    for candidate in (ticks, values):
+        if candidate is not None and len(candidate) == n:
+            return [re.sub(r"<[^>]+>", "", str(v)) for v in candidate]
+    return [str(i) for i in range(n)]
+
+
+def bundle(files: Mapping[str, bytes]) -> bytes:
+    """Several files as one ZIP."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return out.getvalue()
