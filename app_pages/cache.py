@@ -224,8 +224,14 @@ def get_model(spec: str, device: str = "auto") -> model.LoadedModel:
                    max_entries=4)
 def _load(spec: str, device: str) -> model.LoadedModel:
     rules = policy()
-    return model.load(spec, device=device, trust_remote_code=rules.trust_remote_code,
-                      policy=rules)
+    # One model loads at a time: transformers builds models on the meta device by patching
+    # torch globally, which two loads in two sessions' threads must not do at once.
+    with _LOADING:
+        return model.load(spec, device=device, trust_remote_code=rules.trust_remote_code,
+                          policy=rules)
+
+
+_LOADING = threading.Lock()
 
 
 def _cached(key: tuple, spinner: str, what: str, compute: Callable[[], Any]) -> Any:

@@ -119,15 +119,18 @@ def test_clicking_a_token_in_the_head_view_isolates_its_lines():
         assert focus.input_value() == "2: sat"
 
 
-def test_an_uploaded_text_file_is_analysed(tmp_path):
-    upload = tmp_path / "story.txt"
+def _explore_with_upload(page, url: str, upload: Path) -> None:
+    """Open Explore, upload ``upload`` in the sidebar and wait until the page says it reads it."""
     upload.write_text("The dog slept under the table", encoding="utf-8")
+    page.goto(f"{url}/explore", wait_until="networkidle")
+    page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
+    page.get_by_test_id("stSidebar").locator("input[type='file']").set_input_files(str(upload))
+    page.get_by_text(f"Analysing the uploaded file {upload.name}").wait_for(timeout=60_000)
+
+
+def test_an_uploaded_text_file_is_analysed(tmp_path):
     with served_app() as url, chromium_page() as page:
-        page.goto(f"{url}/explore", wait_until="networkidle")
-        page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
-        page.get_by_test_id("stSidebar").locator("input[type='file']").set_input_files(
-            str(upload))
-        page.get_by_text("Analysing the uploaded file story.txt").wait_for(timeout=60_000)
+        _explore_with_upload(page, url, tmp_path / "story.txt")
         # the caption comes before the figure in the same run: wait for the figure to redraw
         page.wait_for_function(
             "document.querySelector('.js-plotly-plot .xtick text')?.textContent === 'dog'"
@@ -159,13 +162,8 @@ def test_after_switching_models_the_selectors_show_what_the_page_draws():
 
 def test_file_names_and_model_paths_are_shown_as_text_never_as_links_or_images(tmp_path):
     upload = tmp_path / "[click](https:evil.example) ![i](https:evil.example).txt"
-    upload.write_text("The dog slept under the table", encoding="utf-8")
     with served_app() as url, chromium_page() as page:
-        page.goto(f"{url}/explore", wait_until="networkidle")
-        page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
-        page.get_by_test_id("stSidebar").locator("input[type='file']").set_input_files(
-            str(upload))
-        page.get_by_text(f"Analysing the uploaded file {upload.name}").wait_for(timeout=60_000)
+        _explore_with_upload(page, url, upload)
         choose_model(page, "other…")
         box = page.get_by_role("textbox", name="Hub id or local path")
         box.fill("[x](https://evil.example) ![i](https://evil.example/i.png)")
