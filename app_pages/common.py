@@ -151,6 +151,9 @@ def current_text(max_chars: int | None = None) -> tuple[str, str | None]:
     return text, encoding
 
 
+# Where to go when a model has no token for part of a text.
+READS_ANY_SCRIPT = ("smollm2 reads any language and script, byte by byte (Chinese included): "
+                    "choose it in the sidebar.")
 # What the own models with a fixed vocabulary read, for messages about unknown words.
 READS = {"own-translator": ("English words", "The cat sat on the mat",
                             "Chinese words separated by spaces", "猫 坐 在 垫子 上")}
@@ -195,7 +198,8 @@ def show_token_notes(run: Run) -> None:
             st.warning(f"{note.count} of {note.total} tokens are \\[UNK\\]: {spec} has no "
                        f"token for {examples or 'part of the text'}. Attention to an [UNK] says "
                        f"nothing about the text it replaced; this model's vocabulary does not "
-                       f"cover it (it may have been trained on another language or script).")
+                       f"cover it (it may have been trained on another language or script). "
+                       f"{READS_ANY_SCRIPT}")
         else:
             st.info(f"{note.count} characters ({examples}) are split over several tokens, "
                     f"labelled like {literal(note.label)}: {spec} reads them as bytes, so one "

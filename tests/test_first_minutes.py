@@ -253,6 +253,7 @@ def test_minilm_warns_when_chinese_characters_become_unknown():
     warning = messages(at.warning)
     # minilm knows 子 and 上 but not 猫, 坐, 在 or 垫
     assert "4 of 10 tokens are [UNK]" in warning and "猫 坐 在 垫." in warning
+    assert "smollm2 reads any language and script" in warning  # and where to go instead
 
 
 def test_spans_default_to_whole_sentences_and_name_their_tokens():
