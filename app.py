@@ -11,7 +11,7 @@ import uuid
 import pandas  # noqa: F401  (see below)
 import streamlit as st
 
-from app_pages.common import FIGURES, page_downloads, sidebar
+from app_pages.common import EXPORT_CONTEXT, FIGURES, page_downloads, sidebar
 from app_pages.navigation import PAGES
 
 log = logging.getLogger("attention_explorer")
@@ -27,7 +27,8 @@ spec = next(spec for spec, page in pages if page is current)
 # pandas is imported above, by every session before it draws: plotly looks for pandas in
 # sys.modules without importing it, so a session drawing while another was still importing
 # pandas failed with "partially initialized module 'pandas'" (9 times in a 25-session soak).
-st.session_state[FIGURES] = {}
+st.session_state[FIGURES] = {}  # this run's figures and what names their files: set anew
+st.session_state[EXPORT_CONTEXT] = ()  # by each page, so no page names files after another's
 try:
     sidebar(with_text=spec.reads_text)
     current.run()

@@ -29,7 +29,7 @@ import model
 import viz
 from model.analysis.rollout import rollout
 from model.analysis.statistics import head_stats
-from model.budget import memory_guard
+from model.budget import check_request, memory_guard
 from model.device import resolve_device
 from model.policy import Limits, LoadPolicy
 
@@ -262,11 +262,18 @@ def heavy_work(what: str) -> Iterator[None]:
 
 def get_trace(spec: str, device: str, text: str, target: str | None = None) -> model.AttentionTrace:
     """The attention trace of ``text`` (and ``target``) under ``spec``, shared by every session
-    (traces are immutable)."""
+    (traces are immutable); a text over the server's memory limit is refused first
+    (:class:`~model.budget.BudgetError`)."""
     device = str(resolve_device(device))
+
+    def trace() -> model.AttentionTrace:
+        loaded = get_model(spec, device)
+        # refused before the model runs when the text needs more than a request may
+        check_request(loaded, loaded.count_tokens(text, target), limits().request_bytes)
+        return loaded.trace(text, target=target)
+
     return _cached(("trace", spec, device, text, target),
-                   "Running the model and capturing attention…", "tracing the text",
-                   lambda: get_model(spec, device).trace(text, target=target))
+                   "Running the model and capturing attention…", "tracing the text", trace)
 
 
 def get_head_stats(run, name: str) -> dict:

@@ -18,7 +18,7 @@ import model
 from app_pages import widgets
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
-from model.budget import check_analysis, check_request, token_budget
+from model.budget import check_analysis, token_budget
 from model.errors import listed
 from viz import export
 
@@ -144,11 +144,15 @@ def current_text(max_chars: int | None = None) -> tuple[str, str | None]:
         text, encoding = decode_upload(upload.getvalue(), upload.name)
     else:
         text, encoding = str(st.session_state.get("text", DEFAULT_TEXT)), None
+    return within(text, max_chars, "the file" if upload is not None else "the text"), encoding
+
+
+def within(text: str, max_chars: int | None, what: str) -> str:
+    """``text``, refused (``ValueError``) when longer than ``max_chars``."""
     if max_chars is not None and len(text) > max_chars:
-        source = "the file" if upload is not None else "the text"
-        raise ValueError(f"{source} has {len(text):,} characters; this server reads at most "
+        raise ValueError(f"{what} has {len(text):,} characters; this server reads at most "
                          f"{max_chars:,}. Shorten it.")
-    return text, encoding
+    return text
 
 
 # Where to go when a model has no token for part of a text.
@@ -191,19 +195,19 @@ def describe_error(spec: str, vocabulary_above: bool = False) -> Callable[[Value
 def show_token_notes(run: Run) -> None:
     """Warn where the tokenizer lost ([UNK]) or split (byte pieces) part of the input."""
     for note in token_notes(run.trace):
-        examples = literal(" ".join(note.examples)) + (
-            " …" if note.count > len(note.examples) else "")
-        spec = literal(run.key.spec)
+        examples = " ".join(note.examples) + (" …" if note.count > len(note.examples) else "")
+        spec = run.key.spec
         if note.kind == "unknown":
-            st.warning(f"{note.count} of {note.total} tokens are \\[UNK\\]: {spec} has no "
-                       f"token for {examples or 'part of the text'}. Attention to an [UNK] says "
-                       f"nothing about the text it replaced; this model's vocabulary does not "
-                       f"cover it (it may have been trained on another language or script). "
-                       f"{READS_ANY_SCRIPT}")
+            st.warning(literal(
+                f"{note.count} of {note.total} tokens are [UNK]: {spec} has no token for "
+                f"{examples or 'part of the text'}. Attention to an [UNK] says nothing about the "
+                f"text it replaced; this model's vocabulary does not cover it (it may have been "
+                f"trained on another language or script). {READS_ANY_SCRIPT}"))
         else:
-            st.info(f"{note.count} characters ({examples}) are split over several tokens, "
-                    f"labelled like {literal(note.label)}: {spec} reads them as bytes, so one "
-                    f"character's attention is spread over its pieces.")
+            st.info(literal(
+                f"{note.count} characters ({examples}) are split over several tokens, labelled "
+                f"like {note.label}: {spec} reads them as bytes, so one character's attention is "
+                f"spread over its pieces."))
 
 
 class RunKey(NamedTuple):
@@ -264,17 +268,14 @@ def load_run() -> Run:
     bounds = limits()
     with explained_errors():
         text, encoding = current_text(bounds.max_chars)
+        target = within(str(st.session_state.get("target", "")).strip(), bounds.max_chars,
+                        "the target text") or None
     upload = st.session_state.get("upload")
     if upload is not None:
         note = (" Read as GB18030 (GBK), the usual encoding of Chinese text on Windows; if the "
                 "characters look wrong, save the file as UTF-8." if encoding == "GB18030" else "")
         st.caption(f"Analysing the uploaded file {literal(upload.name)} ({len(text):,} "
                    f"characters).{note}")
-    target = str(st.session_state.get("target", "")).strip() or None
-    if target is not None and len(target) > bounds.max_chars:
-        st.error(f"The target text has {len(target):,} characters; this server reads at most "
-                 f"{bounds.max_chars:,}. Shorten it.")
-        st.stop()
     if not spec:
         st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
         st.stop()
@@ -289,9 +290,8 @@ def load_run() -> Run:
         target = None
     key = RunKey(spec, device, text, target)
     with explained_errors(describe=describe_error(spec)):
-        check_request(loaded, loaded.count_tokens(text, target), bounds.request_bytes)
         run = Run(key, loaded, get_trace(*key))
-    st.session_state["_export_context"] = (spec.rsplit("/", 1)[-1], " ".join(text.split()[:6]))
+    st.session_state[EXPORT_CONTEXT] = (spec.rsplit("/", 1)[-1], " ".join(text.split()[:6]))
     st.sidebar.download_button(
         "This trace (.npz)", data=lambda: trace_bytes(run.trace),
         file_name=f"{export_name('trace')}.npz", mime="application/octet-stream",
@@ -316,41 +316,47 @@ EXPORTS = {"PNG": ("png", "image/png"), "SVG": ("svg", "image/svg+xml"),
            "PDF": ("pdf", "application/pdf"), "HTML": ("html", "text/html"),
            "CSV": ("csv", "text/csv")}
 FIGURES = "_page_figures"  # this run's figures, for the page's ZIP (app.py)
+EXPORT_CONTEXT = "_export_context"  # the model and the text the exported files are named after
 
 
 def export_name(*parts) -> str:
     """A file name for this page's exports: the model and the text's first words, then
     ``parts`` (kind, layer, head, ...)."""
-    context = st.session_state.get("_export_context", ())
+    context = st.session_state.get(EXPORT_CONTEXT, ())
     return export.file_stem(*context, *parts)
 
 
-def export_files(figure, stem: str, table: bytes | None = None) -> dict[str, Callable[[], bytes]]:
-    """``{file name: how to make it}`` for one figure: PNG, SVG, PDF, offline HTML, CSV."""
-    return {f"{stem}.png": lambda: export.image(figure, "png"),
-            f"{stem}.svg": lambda: export.image(figure, "svg"),
-            f"{stem}.pdf": lambda: export.image(figure, "pdf"),
-            f"{stem}.html": lambda: export.html(figure, stem),
-            f"{stem}.csv": lambda: table if table is not None else export.figure_table(figure)}
+def export_files(figure, stem: str, table: Callable[[], bytes] | None = None
+                 ) -> dict[str, Callable[[], bytes]]:
+    """``{file name: how to make it}`` for one figure (a ``go.Figure`` or its dict): PNG, SVG,
+    PDF, offline HTML, CSV. Nothing is made until asked."""
+
+    def as_figure() -> go.Figure:
+        return figure if isinstance(figure, go.Figure) else go.Figure(figure)
+
+    return {f"{stem}.png": lambda: export.image(as_figure(), "png"),
+            f"{stem}.svg": lambda: export.image(as_figure(), "svg"),
+            f"{stem}.pdf": lambda: export.image(as_figure(), "pdf"),
+            f"{stem}.html": lambda: export.html(as_figure(), stem),
+            f"{stem}.csv": table or (lambda: export.figure_table(as_figure()))}
 
 
-def chart(figure, *, key: str, container=st, name: tuple = (), table: bytes | None = None,
-          **kwargs):
+def chart(figure, *, key: str, container=st, name: tuple = (),
+          table: Callable[[], bytes] | None = None, **kwargs):
     """``st.plotly_chart`` with the app's toolbar and an Export menu (PNG, SVG, PDF rendered on
     the server, offline HTML, CSV); returns the selection state when asked.
 
     Args:
         name: what the exported files are named after, besides the model and the text (e.g.
             kind, layer, head); default the chart's key.
-        table: the CSV of what the chart shows, when the page has it exactly (else read from
-            the figure).
+        table: makes the CSV of what the chart shows, when the page has it exactly (else it
+            is read from the figure); called only when the CSV is downloaded.
     """
     stem = export_name(*(name or (key,)))
     config = {**CHART_CONFIG, "toImageButtonOptions": {
         "format": "png", "scale": export.IMAGE_SCALE, "filename": stem}}
     event = container.plotly_chart(figure, key=key, config=config, **kwargs)
-    as_figure = figure if isinstance(figure, go.Figure) else go.Figure(figure)
-    files = export_files(as_figure, stem, table)
+    files = export_files(figure, stem, table)
     st.session_state.setdefault(FIGURES, {}).update(files)
     with container.popover("Export", icon=":material/download:"):
         st.caption("Rendered on the server at 3× for PNG; HTML works offline.")

@@ -41,8 +41,6 @@ with heavy_work("drawing every head of the layer"):  # the layer's heads, pooled
         view.weights, rows.labels, k_tokens, allowed=view.allowed,
         title=f"{name} · layer {layer} · head {head}", y_title=rows.title,
         special=(rows.special, trace.special(name)[1]), zmax=view.zmax, query_hover=rows.hover)
-    shown_table = export.matrix_csv(np.where(view.allowed, view.weights, np.nan), rows.labels,
-                                    k_tokens, corner="query \\ key")
     grid = viz.heads_grid(view.layer_weights, rows.labels, k_tokens, allowed=view.allowed,
                           cols=3 if trace.n_heads % 3 == 0 else 4, zmax=view.zmax,
                           query_hover=rows.hover)
@@ -51,7 +49,9 @@ if view.fitted:
                f"from the first token, {view.zmax:.3f}; weights on the first token (often an "
                f"'attention sink') may be larger and are drawn darkest too.")
 chart(heatmap, key="head_heatmap", name=(name, f"layer {layer}", f"head {head}"),
-      table=shown_table)
+      table=lambda trace=trace, name=name, layer=layer, head=head: export.matrix_csv(
+          np.where(trace.mask(name, layer), trace.weights(name, layer, head), np.nan),
+          rows.labels, k_tokens, corner="query \\ key"))  # the weights shown, masked: empty
 st.caption(("Rows: the word the decoder is writing (it reads the word before). "
             if writes_words(trace, name) else "Rows: the token that is looking (query). ")
            + "Columns: the token it looks at (key). Each row sums to 1. Grey cells are masked: "
