@@ -215,7 +215,8 @@ class AttentionTrace:
 
     def mean_weights(self, name: str, layer: int) -> np.ndarray:
         """One layer's weights averaged over its heads: float32 ``[query, key]``."""
-        return self.layer_weights(name, layer).mean(axis=0)
+        layer = self._layer(name, layer)  # read in place: the mean is a new array anyway
+        return np.asarray(self.attention[name].layer(layer), np.float32).mean(axis=0)
 
     def head_or_mean(self, name: str, layer: int, head: int | None) -> np.ndarray:
         """One head's weights, or (``head=None``) the layer's average over heads."""
