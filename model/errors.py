@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from i18n import _
+
 
 class ModelLoadError(ValueError):
     """A model could not be loaded; the message says why and what to do."""
@@ -22,12 +24,22 @@ class UnknownWordsError(ValueError):
     def __init__(self, words: Sequence[str], side: str | None = None):
         self.words = list(dict.fromkeys(words))
         self.side = side
-        vocabulary = f"the {side} vocabulary" if side else "the vocabulary"
-        super().__init__(f"not in {vocabulary}: " + listed(self.words, repr))
+        shown = listed(self.words, repr)
+        if side == "source":
+            message = _("not in the source vocabulary: {words}")
+        elif side == "target":
+            message = _("not in the target vocabulary: {words}")
+        elif side:
+            message = _("not in the {side} vocabulary: {words}")
+        else:
+            message = _("not in the vocabulary: {words}")
+        super().__init__(message.format(side=side, words=shown))
 
 
 def listed(items: Sequence[str], show=str, most: int = 12) -> str:
     """``items`` joined with commas, the first ``most`` of them and how many more: a message
     stays one short line however many there are."""
     shown = ", ".join(show(item[:40]) for item in items[:most])
-    return shown + (f" and {len(items) - most:,} more" if len(items) > most else "")
+    if len(items) <= most:
+        return shown
+    return _("{shown} and {count:,} more").format(shown=shown, count=len(items) - most)

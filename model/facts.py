@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
+from i18n import _
+
 Axis = Literal["tokens", "source", "target"]
 CAUSAL_KINDS: tuple[str, ...] = ("decoder.self",)
 
@@ -96,11 +98,13 @@ class ModelDims:
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "n_kv_heads", "d_head", "d_ff"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
+                raise ValueError(_("{name} must be positive, not {value}").format(
+                    name=name, value=getattr(self, name)))
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}")
+            raise ValueError(_("n_kv_heads={kv_heads} must divide n_heads={heads}").format(
+                kv_heads=self.n_kv_heads, heads=self.n_heads))
         if self.n_encoder_layers < 0 or self.n_decoder_layers < 0:
-            raise ValueError("layer counts must be >= 0")
+            raise ValueError(_("layer counts must be >= 0"))
 
     def layers(self, stack: str) -> int:
         """Layers of ``stack`` (``encoder`` or ``decoder``)."""

@@ -6,6 +6,8 @@ The only module that knows which adapter serves a SPEC; everything else reads th
 
 from __future__ import annotations
 
+from i18n import _
+
 from .errors import ModelLoadError
 from .interface import LoadedModel
 from .policy import OPEN, LoadPolicy
@@ -39,10 +41,11 @@ def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
         raise TypeError(f"spec must be a string, not {type(spec).__name__}")
     spec = spec.strip()
     if not spec:
-        raise ModelLoadError("no model was named")
+        raise ModelLoadError(_("no model was named"))
     if len(spec) > MAX_SPEC:
-        raise ModelLoadError(f"a model name of {len(spec):,} characters is too long to be a hub "
-                             f"id or a path (at most {MAX_SPEC})")
+        raise ModelLoadError(_("a model name of {count:,} characters is too long to be a hub id "
+                               "or a path (at most {most})").format(count=len(spec),
+                                                                     most=MAX_SPEC))
     if spec == "own-random":
         from .own.adapter import OwnModel
 
@@ -52,12 +55,12 @@ def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
 
         return Translator.from_files(device=device)
     if spec not in BUNDLED and not policy.other:
-        raise ModelLoadError(f"this server offers its bundled models only "
-                             f"({', '.join(BUNDLED)}); its operator has switched other models "
-                             f"off")
+        raise ModelLoadError(_("this server offers its bundled models only ({models}); its "
+                               "operator has switched other models off").format(
+                                   models=", ".join(BUNDLED)))
     if trust_remote_code and not policy.trust_remote_code:
-        raise ModelLoadError("this server does not run a checkpoint's own code "
-                             "(trust_remote_code is off)")
+        raise ModelLoadError(_("this server does not run a checkpoint's own code "
+                               "(trust_remote_code is off)"))
     from .hf.adapter import HFModel
 
     return HFModel.load(spec, device=device, trust_remote_code=trust_remote_code, policy=policy)

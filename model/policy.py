@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from i18n import _
+
 from .errors import ModelLoadError
 
 GB = 1024 ** 3
@@ -30,7 +32,8 @@ def _flag(name: str, default: bool | None) -> bool | None:
         return False
     if value in ("", "auto"):
         return default
-    raise ValueError(f"{name}={value!r}: use on, off or auto")
+    raise ValueError(_("{name}={value}: use on, off or auto").format(name=name,
+                                                                      value=repr(value)))
 
 
 def _number(name: str, default: float) -> float:
@@ -40,9 +43,11 @@ def _number(name: str, default: float) -> float:
     try:
         number = float(value)
     except ValueError:
-        raise ValueError(f"{name}={value!r} is not a number") from None
+        raise ValueError(_("{name}={value} is not a number").format(
+            name=name, value=repr(value))) from None
     if number <= 0:
-        raise ValueError(f"{name}={value!r} must be positive")
+        raise ValueError(_("{name}={value} must be positive").format(name=name,
+                                                                    value=repr(value)))
     return number
 
 
@@ -105,8 +110,8 @@ class LoadPolicy:
         except (OSError, RuntimeError, ValueError):
             resolved = None
         if resolved is None or not any(resolved.is_relative_to(f) for f in self.folders):
-            raise ModelLoadError("this server loads local checkpoints only from the folders "
-                                 "its operator allows; ask them which")
+            raise ModelLoadError(_("this server loads local checkpoints only from the folders "
+                                   "its operator allows; ask them which"))
 
 
 # The API's and the CLI's policy: a person on their own machine may load anything (remote code

@@ -14,8 +14,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-NO_SCORES = ("this trace holds no scores (an export keeps weights only); run the model again "
-             "to see them")
+from i18n import N_, _
+
+NO_SCORES = N_("this trace holds no scores (an export keeps weights only); run the model again "
+               "to see them")
 
 
 class IndexOutOfRange(IndexError, ValueError):
@@ -31,8 +33,9 @@ def check_index(value, size: int, what: str, of: str = "") -> int:
     Args:
         value: a Python int or a numpy integer (never a bool).
         size: how many there are.
-        what: what it indexes (``"layer"``, ``"head"``), for the message.
-        of: what holds them, for the message (``"decoder.self has 6 layers"``).
+        what: what it indexes (``"layer"``, ``"head"``), for the message, in the current
+            language.
+        of: what holds them, for the message (``"decoder.self has 6 layers"``), likewise.
 
     Raises:
         TypeError: ``value`` is not an integer (a bool, a float, a string, None, ...).
@@ -42,9 +45,15 @@ def check_index(value, size: int, what: str, of: str = "") -> int:
         raise TypeError(f"{what} must be an integer, not {type(value).__name__} {value!r}")
     value = int(value)
     if not 0 <= value < size:
-        valid = f" 0..{size - 1}" if size > 0 else ": there is none"
-        raise IndexOutOfRange(f"{what} {value} is out of range{valid}" +
-                              (f" ({of})" if of else ""))
+        if size > 0 and of:
+            message = _("{what} {value} is out of range 0..{last} ({of})")
+        elif size > 0:
+            message = _("{what} {value} is out of range 0..{last}")
+        elif of:
+            message = _("{what} {value} is out of range: there is none ({of})")
+        else:
+            message = _("{what} {value} is out of range: there is none")
+        raise IndexOutOfRange(message.format(what=what, value=value, last=size - 1, of=of))
     return value
 
 
@@ -155,13 +164,14 @@ class DenseStore:
     def scores(self, layer: int, head: int) -> np.ndarray:
         layer, head = self._layer(layer), self._head(head)
         if self._scores is None:
-            raise ValueError(NO_SCORES)
+            raise ValueError(_(NO_SCORES))
         return self._scores[layer, head]
 
     def _layer(self, layer: int) -> int:
         n = self.weights.shape[0]
-        return check_index(layer, n, "layer", f"the store has {n} layers")
+        return check_index(layer, n, _("layer"),
+                           _("the store has {count} layers").format(count=n))
 
     def _head(self, head: int) -> int:
         n = self.weights.shape[1]
-        return check_index(head, n, "head", f"the store has {n} heads")
+        return check_index(head, n, _("head"), _("the store has {count} heads").format(count=n))

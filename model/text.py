@@ -10,15 +10,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from i18n import _
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def check_text(text: object, what: str = "the text") -> str:
+def check_text(text: object, what: str | None = None) -> str:
     """``text`` unchanged when it is a string a tokenizer can read.
 
     Args:
         text: the text to check.
-        what: how the message names it (``"the text"``, ``"the target"``).
+        what: how the message names it, in the current language (default: "the text").
 
     Returns:
         ``text``.
@@ -27,13 +29,16 @@ def check_text(text: object, what: str = "the text") -> str:
         TypeError: ``text`` is not a string.
         ValueError: ``text`` holds a lone surrogate (the message gives its position).
     """
+    if what is None:
+        what = _("the text")
     if not isinstance(text, str):
         raise TypeError(f"{what} must be a string, not {type(text).__name__}")
     found = _SURROGATE.search(text)
     if found is not None:
         raise ValueError(
-            f"{what} holds invalid Unicode (a lone surrogate U+{ord(found.group()):04X} at "
-            f"character {found.start()}, counting from 0): remove it, or save the text as UTF-8")
+            _("{what} holds invalid Unicode (a lone surrogate U+{code:04X} at character "
+              "{position}, counting from 0): remove it, or save the text as UTF-8").format(
+                what=what, code=ord(found.group()), position=found.start()))
     return text
 
 
@@ -55,15 +60,16 @@ def check_texts(texts: Sequence[str], targets: Sequence[str] | None = None
             raise TypeError(f"{what} must be a list of strings, not one {type(values).__name__}")
     texts = list(texts)
     if not texts:
-        raise ValueError("there is no text to trace")
+        raise ValueError(_("there is no text to trace"))
     single = len(texts) == 1
     for i, text in enumerate(texts):
-        check_text(text, "the text" if single else f"text {i}")
+        check_text(text, _("the text") if single else _("text {index}").format(index=i))
     if targets is None:
         return texts, None
     targets = list(targets)
     if len(targets) != len(texts):
-        raise ValueError(f"{len(targets)} targets for {len(texts)} texts: give one each")
+        raise ValueError(_("{targets} targets for {texts} texts: give one each").format(
+            targets=len(targets), texts=len(texts)))
     for i, target in enumerate(targets):
-        check_text(target, "the target" if single else f"target {i}")
+        check_text(target, _("the target") if single else _("target {index}").format(index=i))
     return texts, targets

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from i18n import _
+
 from .facts import (
     CAUSAL_KINDS,
     Family,
@@ -286,17 +288,19 @@ class AttentionTrace:
             raise TypeError(f"the attention kind must be a string, one of {self.names}; not "
                             f"{type(name).__name__} {name!r}")
         if name not in self.names:
-            raise ValueError(
-                f"{name!r} is not in this {self.family} trace; choose from {self.names}")
+            raise ValueError(_("{name} is not in this {family} trace; choose from {names}").format(
+                name=repr(name), family=self.family.value, names=self.names))
 
     def _layer(self, name: str, layer: int) -> int:
         """``layer`` checked against the layers of ``name`` (and ``name`` checked)."""
         n = self.layers(name)
-        return check_index(layer, n, "layer", f"{name} has {n} layers")
+        return check_index(layer, n, _("layer"),
+                           _("{name} has {count} layers").format(name=name, count=n))
 
     def _head(self, head: int) -> int:
         """``head`` checked against the query heads."""
-        return check_index(head, self.n_heads, "head", f"{self.n_heads} query heads per layer")
+        return check_index(head, self.n_heads, _("head"),
+                           _("{count} query heads per layer").format(count=self.n_heads))
 
     # --- export -------------------------------------------------------------------------
 

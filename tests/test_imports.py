@@ -5,7 +5,9 @@
 - model/own/ (written from scratch) imports neither transformers nor the Hugging Face room, and
   model/hf/ not the own room: only model/loader.py knows both adapters;
 - the trace's contract (trace, store, facts, interface, errors) is numpy only at run time;
-- viz/ imports neither streamlit, torch, transformers nor anything of model/.
+- viz/ imports neither streamlit, torch, transformers nor anything of model/;
+- i18n/ (the language catalogs, used by every layer) imports nothing of the app, and Babel only
+  when a catalog is first read.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ RULES = {
     "model/hf": {"model.own", "streamlit"},
     **{path: {"torch", "transformers", "model.own", "model.hf", "streamlit"} for path in CONTRACT},
     "viz": {"streamlit", "torch", "transformers", "model", "app_pages"},
+    # the catalog sits beneath every layer: it imports none of them
+    "i18n": {"streamlit", "torch", "transformers", "numpy", "model", "viz", "app_pages"},
 }
 # What importing each package loads, checked in a fresh interpreter.
 RUNTIME = {
@@ -40,6 +44,8 @@ RUNTIME = {
     "model.trace, model.store, model.facts, model.interface, model.errors": {
         "torch", "transformers", "streamlit"},
     "viz": {"streamlit", "torch", "transformers", "model", "app_pages"},
+    "i18n": {"streamlit", "torch", "transformers", "numpy", "babel", "model", "viz",
+             "app_pages"},
 }
 
 

@@ -7,12 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import _
+
 from .labels import axis_ticks, escape
 from .style import BAR_COLOR, GRID_COLOR, HIGHLIGHT_COLOR, themed
 
 
 def distribution_bars(values, labels: Sequence[str], *, highlight: int | None = None,
-                      title: str = "", value_name: str = "weight") -> go.Figure:
+                      title: str = "", value_name: str | None = None) -> go.Figure:
     """Horizontal bars, one per label, first label on top.
 
     Labels sit at integer positions, so repeated labels (two "the") stay separate bars.
@@ -22,7 +24,7 @@ def distribution_bars(values, labels: Sequence[str], *, highlight: int | None = 
         labels: ``n`` labels.
         highlight: index of a bar drawn in the highlight colour (the chosen token).
         title: the figure's title.
-        value_name: what the values are, for the axis and hover.
+        value_name: what the values are, for the axis and hover (default "weight").
 
     Returns:
         a figure with one ``go.Bar`` trace whose ``x`` are the values.
@@ -32,6 +34,8 @@ def distribution_bars(values, labels: Sequence[str], *, highlight: int | None = 
         raise ValueError(f"{values.shape} values do not match {len(labels)} labels")
     if highlight is not None and not 0 <= highlight < len(labels):
         raise ValueError(f"highlight {highlight} is out of range 0..{len(labels) - 1}")
+    if value_name is None:
+        value_name = _("weight")
     colors = [HIGHLIGHT_COLOR if i == highlight else BAR_COLOR for i in range(len(labels))]
     fig = go.Figure(go.Bar(
         x=values, y=list(range(len(labels))), orientation="h", marker_color=colors,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import _
+
 from .style import (
     ATTENTION_CURVE_COLOR,
     CURRENT_COLOR,
@@ -31,20 +33,20 @@ def complexity_curves(d_model: int, n_current: int, n_max: int | None = None) ->
     n_max = n_max or 8 * max(d_model, n_current)
     n = np.unique(np.geomspace(1, n_max, 200).astype(int))
     fig = go.Figure([
-        go.Scatter(x=n, y=n.astype(float) ** 2 * d_model, name="self-attention n²·d",
+        go.Scatter(x=n, y=n.astype(float) ** 2 * d_model, name=_("self-attention n²·d"),
                    line={"color": ATTENTION_CURVE_COLOR}),
-        go.Scatter(x=n, y=n * float(d_model) ** 2, name="RNN n·d²",
+        go.Scatter(x=n, y=n * float(d_model) ** 2, name=_("RNN n·d²"),
                    line={"color": RNN_CURVE_COLOR}),
     ])
     fig.add_vline(x=d_model, line_dash="dot", annotation_text=f"n = d = {d_model}",
                   annotation_position="top left")
     fig.add_vline(x=n_current, line_color=CURRENT_COLOR,
-                  annotation_text=f"this input: n = {n_current}",
+                  annotation_text=_("this input: n = {n}").format(n=n_current),
                   annotation_position="bottom right")
-    fig.update_layout(title=f"Operations per layer at d = {d_model}: attention is cheaper while "
-                            "n < d", height=400,
+    fig.update_layout(title=_("Operations per layer at d = {d}: attention is cheaper while "
+                              "n < d").format(d=d_model), height=400,
                       margin={"l": 70, "r": 20, "t": 60, "b": 50},
                       legend={"orientation": "h", "y": -0.2})
-    fig.update_xaxes(type="log", title_text="sequence length n", gridcolor=GRID_COLOR)
-    fig.update_yaxes(type="log", title_text="operations", gridcolor=GRID_COLOR)
+    fig.update_xaxes(type="log", title_text=_("sequence length n"), gridcolor=GRID_COLOR)
+    fig.update_yaxes(type="log", title_text=_("operations"), gridcolor=GRID_COLOR)
     return themed(fig)

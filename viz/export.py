@@ -21,6 +21,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from i18n import _
+
 IMAGE_FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 IMAGE_SCALE = 3  # a 700 px wide chart becomes 2,100 px: sharp on a projector and in print
 DEFAULT_SIZE = (900, 600)  # px, for figures whose width follows the page
@@ -113,9 +115,9 @@ def figure_table(figure: go.Figure) -> bytes:
             return matrix_csv(z, rows, columns)
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["trace", "x", "y"])
+    writer.writerow([_("trace"), "x", "y"])
     for index, trace in enumerate(figure.data):
-        name = trace.name or f"trace {index}"
+        name = trace.name or _("trace {index}").format(index=index)
         xs = getattr(trace, "x", None)
         ys = getattr(trace, "y", None)
         if xs is None or ys is None:

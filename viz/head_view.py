@@ -14,12 +14,15 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import _
+
 from .labels import escape, labels_that_fit
 from .style import (
     TOKEN_MARKER_COLOR,
     TOKEN_MARKER_SIZE,
     head_color,
     head_dash,
+    head_name,
     rgba,
     themed,
 )
@@ -32,7 +35,8 @@ MAX_HEIGHT = 900
 
 def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
               heads: Sequence[int], focus: int | None = None, min_weight: float = 0.02,
-              title: str = "", left_title: str = "query", right_title: str = "key",
+              title: str = "", left_title: str | None = None,
+              right_title: str | None = None,
               query_hover: Sequence[str] | None = None,
               key_hover: Sequence[str] | None = None) -> go.Figure:
     """Token-to-token lines for the chosen heads of one layer.
@@ -43,7 +47,7 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
         heads: which heads to draw (each in its colour).
         focus: a query index whose lines alone are drawn (None: every query).
         min_weight: lighter lines are left out.
-        title, left_title, right_title: titles.
+        title, left_title, right_title: titles (the columns' default "query" and "key").
         query_hover, key_hover: what hovering a token of the left or right column says
             (default: the token and its position among the tokens drawn).
 
@@ -65,13 +69,15 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
             raise ValueError(f"head {h} is out of range 0..{w.shape[0] - 1}")
     if focus is not None and not 0 <= focus < n_q:
         raise ValueError(f"focus {focus} is out of range 0..{n_q - 1}")
+    left_title = _("query") if left_title is None else left_title
+    right_title = _("key") if right_title is None else right_title
     y_q = np.arange(n_q)
     y_k = np.arange(n_k) * ((n_q - 1) / (n_k - 1) if n_k > 1 and n_q > 1 else 1.0)
     fig = go.Figure()
     queries = [focus] if focus is not None else range(n_q)
     for h in heads:
         fig.add_trace(go.Scatter(
-            x=[None], y=[None], mode="lines", name=f"head {h}", legendgroup=f"head {h}",
+            x=[None], y=[None], mode="lines", name=head_name(h), legendgroup=f"head {h}",
             meta={"head": h}, hoverinfo="skip",
             line={"color": head_color(h), "width": 3, "dash": head_dash(h)}))
         level = np.minimum((w[h] * LEVELS).astype(int), LEVELS - 1)  # [query, key]
@@ -84,7 +90,7 @@ def head_view(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[s
             if xs:
                 fig.add_trace(go.Scatter(
                     x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-                    name=f"head {h}", legendgroup=f"head {h}", meta={"head": h, "weight": lv},
+                    name=head_name(h), legendgroup=f"head {h}", meta={"head": h, "weight": lv},
                     line={"color": rgba(head_color(h), (lv + 1) / LEVELS), "width": 2,
                           "dash": head_dash(h)}))
     rows = max(n_q, n_k)

@@ -14,16 +14,19 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from i18n import N_, _
+
 from .labels import axis_ticks, check_weights, escape, labels_that_fit
 from .pooling import block_factor, block_labels, pool_allowed, pool_weights
-from .style import MASK_COLOR, SMALL_TICK_FONT, WEIGHT_SCALE, themed
+from .style import MASK_COLOR, SMALL_TICK_FONT, WEIGHT_SCALE, head_name, themed
 
 # The plot width a full-width heatmap gets on a 1024 px screen; half-width ones (Translate's
 # columns) hold short sentences, whose labels all fit anyway.
 PLOT_WIDTH_PX = 600
-HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"
-MASK_HOVER = "query %{customdata[0]}<br>key %{customdata[1]}<br>masked (−∞ before softmax)" \
-             "<extra></extra>"
+HOVER = N_("query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}"
+           "<extra></extra>")
+MASK_HOVER = N_("query %{customdata[0]}<br>key %{customdata[1]}<br>masked (−∞ before softmax)"
+                "<extra></extra>")
 
 
 def _hover_data(query_tokens: Sequence[str], key_tokens: Sequence[str],
@@ -53,10 +56,10 @@ def _head_traces(weights, allowed, customdata, coloraxis="coloraxis"):
         z[~allowed] = np.nan
         mask_z = np.where(allowed, np.nan, 1.0)
         traces.append(go.Heatmap(
-            z=mask_z, customdata=customdata, hovertemplate=MASK_HOVER, showscale=False,
+            z=mask_z, customdata=customdata, hovertemplate=_(MASK_HOVER), showscale=False,
             colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]], name="masked", hoverongaps=False))
     traces.insert(0, go.Heatmap(
-        z=z, customdata=customdata, hovertemplate=HOVER, coloraxis=coloraxis,
+        z=z, customdata=customdata, hovertemplate=_(HOVER), coloraxis=coloraxis,
         name="weights", hoverongaps=False))
     return traces
 
@@ -78,14 +81,14 @@ def _pooled(weights, allowed, query_tokens, key_tokens, max_side: int):
         return weights, allowed, list(query_tokens), list(key_tokens), ""
     weights = pool_weights(weights, fq, fk)
     allowed = None if allowed is None else pool_allowed(allowed, fq, fk)
-    note = (f"{n_q}×{n_k} tokens in blocks of {fq}×{fk}: rows average the block's queries, "
-            f"cells sum the block's keys")
+    note = _("{n_q}×{n_k} tokens in blocks of {fq}×{fk}: rows average the block's queries, "
+             "cells sum the block's keys").format(n_q=n_q, n_k=n_k, fq=fq, fk=fk)
     return weights, allowed, block_labels(query_tokens, fq), block_labels(key_tokens, fk), note
 
 
 def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
-                      allowed=None, title: str = "", x_title: str = "key (attended to)",
-                      y_title: str = "query (attending)", max_side: int = 256,
+                      allowed=None, title: str = "", x_title: str | None = None,
+                      y_title: str | None = None, max_side: int = 256,
                       special: tuple[Sequence[int], Sequence[int]] = ((), ()),
                       zmax: float = 1.0, query_hover: Sequence[str] | None = None) -> go.Figure:
     """Heatmap of one head's attention.
@@ -96,7 +99,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         key_tokens: labels of the columns.
         allowed: optional bool ``[query, key]``; False cells are drawn as masked.
         title: the figure's title.
-        x_title, y_title: axis titles.
+        x_title, y_title: axis titles (default "key (attended to)" and "query (attending)").
         max_side: longest axis drawn cell by cell; longer axes are pooled into blocks of
             tokens (see :mod:`viz.pooling`) and the title says so.
         special: positions of special tokens on the query and key axes, drawn grey italic.
@@ -109,6 +112,8 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
     """
     weights = check_weights(weights, query_tokens, key_tokens)
     allowed = _check_allowed(allowed, weights.shape)
+    x_title = _("key (attended to)") if x_title is None else x_title
+    y_title = _("query (attending)") if y_title is None else y_title
     if weights.shape[0] > max_side or weights.shape[1] > max_side:
         special = ((), ())  # block labels name ranges, not tokens
     weights, allowed, query_tokens, key_tokens, note = _pooled(
@@ -124,7 +129,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
     y_labels, x_labels = labels_that_fit(cell * n_q), labels_that_fit(PLOT_WIDTH_PX)
     fig.update_layout(
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
-                                "colorbar": {"title": {"text": "weight"}}},
+                                "colorbar": {"title": {"text": _("weight")}}},
         # tall enough for the rows, and for the y title along a short plot (7 px a character)
         height=max(320, 140 + cell * n_q, 150 + 7 * len(y_title)), width=None,
         margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
@@ -170,7 +175,8 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
     show_labels = max(n_q, n_k) <= 16
     height = 80 + rows * 260
     gap_px = 100 if show_labels else 40  # room for rotated tick labels above the next title
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n_heads)],
+    fig = make_subplots(rows=rows, cols=cols,
+                        subplot_titles=[head_name(h) for h in range(n_heads)],
                         horizontal_spacing=0.05 if show_labels else 0.03,
                         vertical_spacing=min(0.3, gap_px / height) if rows > 1 else 0.1)
     customdata = _hover_data(query_tokens, key_tokens, query_hover)
@@ -187,7 +193,7 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
                          zeroline=False, row=row + 1, col=col + 1, **y_ticks)
     fig.update_layout(
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
-                                "colorbar": {"title": {"text": "weight"}}},
+                                "colorbar": {"title": {"text": _("weight")}}},
         height=height,
         margin={"l": 70, "r": 30, "t": 70, "b": 50})
     return themed(fig)

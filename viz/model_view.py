@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import _
+
 from .pooling import block_factor, pool_weights
 from .style import TRANSPARENT, WEIGHT_SCALE, themed
 
@@ -40,8 +42,8 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
             custom[r:r + tq, c:c + tk] = (layer, head)
     fig = go.Figure(go.Heatmap(
         z=z, customdata=custom, coloraxis="coloraxis", hoverongaps=False,
-        hovertemplate="layer %{customdata[0]} · head %{customdata[1]}<br>weight %{z:.3f}"
-                      "<extra></extra>"))
+        hovertemplate=_("layer %{customdata[0]} · head %{customdata[1]}<br>weight %{z:.3f}"
+                        "<extra></extra>")))
     tile_px = max(22, min(60, 1100 // max(n_layers, 1)))
     fig.add_trace(click_targets(
         [(layer * (tq + gap) + (tq - 1) / 2, head * (tk + gap) + (tk - 1) / 2, layer, head)
@@ -51,16 +53,16 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
         # the head labels sit on top, below the room Plotly's toolbar takes
         margin={"l": 70, "r": 20, "t": 100 if title else 70, "b": 40},
         coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
-                   "colorbar": {"title": {"text": "weight"}, "len": 0.5}},
+                   "colorbar": {"title": {"text": _("weight")}, "len": 0.5}},
         clickmode="event+select")
     fig.update_xaxes(tickmode="array", tickvals=[h * (tk + gap) + (tk - 1) / 2
                                                  for h in range(n_heads)],
-                     ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False,
-                     zeroline=False)
+                     ticktext=[_("H{head}").format(head=h) for h in range(n_heads)],
+                     side="top", showgrid=False, zeroline=False)
     fig.update_yaxes(tickmode="array", tickvals=[layer * (tq + gap) + (tq - 1) / 2
                                                  for layer in range(n_layers)],
-                     ticktext=[f"L{layer}" for layer in range(n_layers)], autorange="reversed",
-                     showgrid=False, zeroline=False)
+                     ticktext=[_("L{layer}").format(layer=layer) for layer in range(n_layers)],
+                     autorange="reversed", showgrid=False, zeroline=False)
     return themed(fig)
 
 
@@ -72,5 +74,5 @@ def click_targets(cells, size: float) -> go.Scatter:
         x=xs, y=ys, mode="markers", name="open a head", showlegend=False,
         customdata=np.stack([layers, heads], axis=-1),
         marker={"size": size, "symbol": "square", "color": TRANSPARENT},
-        hovertemplate="layer %{customdata[0]} · head %{customdata[1]}: click to open"
-                      "<extra></extra>")
+        hovertemplate=_("layer %{customdata[0]} · head %{customdata[1]}: click to open"
+                        "<extra></extra>"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import _
+
 from .model_view import click_targets
 from .style import SEQUENTIAL_SCALE, themed
 
@@ -26,8 +28,8 @@ def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
     fig = go.Figure(go.Heatmap(
         z=values, customdata=custom, colorscale=SEQUENTIAL_SCALE,
         colorbar={"title": {"text": metric}},
-        hovertemplate=f"layer %{{customdata[0]}} · head %{{customdata[1]}}<br>{metric} "
-                      f"%{{z:.3f}}<extra></extra>", xgap=1, ygap=1))
+        hovertemplate=_("layer %{customdata[0]} · head %{customdata[1]}") + "<br>" + metric
+        + " %{z:.3f}<extra></extra>", xgap=1, ygap=1))
     fig.add_trace(click_targets([(lay, hd, lay, hd) for lay in range(n_layers)
                                  for hd in range(n_heads)], size=14))
     fig.update_layout(title={"text": f"{metric}<br><sup>{description}</sup>" if description
@@ -35,8 +37,8 @@ def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
                              "pad": {"t": 12}},
                       height=max(320, 150 + 22 * n_layers),
                       margin={"l": 60, "r": 20, "t": 120, "b": 40}, clickmode="event+select")
-    fig.update_xaxes(title_text="head", tickmode="array", tickvals=list(range(n_heads)),
+    fig.update_xaxes(title_text=_("head"), tickmode="array", tickvals=list(range(n_heads)),
                      side="top")
-    fig.update_yaxes(title_text="layer", tickmode="array", tickvals=list(range(n_layers)),
+    fig.update_yaxes(title_text=_("layer"), tickmode="array", tickvals=list(range(n_layers)),
                      autorange="reversed")
     return themed(fig)

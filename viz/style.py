@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from i18n import N_, _
+
 WEIGHT_SCALE = "Blues"
 DIVERGING_SCALE = "RdBu"
 SEQUENTIAL_SCALE = "Viridis"
@@ -35,6 +37,9 @@ GUIDE_COLOR = "rgba(136,136,136,0.8)"
 HEAD_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#b5a800", "#8c564b",
                "#7f7f7f")
 HEAD_DASHES = ("solid", "dash", "dot", "dashdot")
+# How a line style is named to people (the style itself, "dot", is Plotly's value).
+DASH_NAMES = {"solid": N_("solid"), "dash": N_("dash"), "dot": N_("dot"),
+              "dashdot": N_("dashdot")}
 HEAD_MARKS = ("🔵🔴🟢🟣🟠🟡🟤⚫", "🟦🟥🟩🟪🟧🟨🟫⬛")
 ATTENTION_CURVE_COLOR = HEAD_COLORS[0]
 RNN_CURVE_COLOR = HEAD_COLORS[1]
@@ -74,8 +79,14 @@ def head_label(head: int) -> str:
     grey."""
     round_ = head // len(HEAD_COLORS)
     if round_ < len(HEAD_MARKS):
-        return f"{HEAD_MARKS[round_][head % len(HEAD_COLORS)]} head {head}"
-    return f"head {head} ({HEAD_DASHES[round_ % len(HEAD_DASHES)]})"
+        return f"{HEAD_MARKS[round_][head % len(HEAD_COLORS)]} {head_name(head)}"
+    style = _(DASH_NAMES[HEAD_DASHES[round_ % len(HEAD_DASHES)]])
+    return _("head {head} ({style})").format(head=head, style=style)
+
+
+def head_name(head: int) -> str:
+    """A head's name in the current language: ``"head 3"``."""
+    return _("head {head}").format(head=head)
 
 
 def rgba(color: str, alpha: float) -> str:

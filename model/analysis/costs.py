@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from i18n import _
+
 from ..facts import Family, ModelDims
 from ..interface import PARAMETER_KINDS, LoadedModel
 from ..trace import AttentionTrace
@@ -34,7 +36,8 @@ def parameter_split(loaded: LoadedModel) -> dict[str, int]:
 
 
 def stage_shapes(dims: ModelDims, trace: AttentionTrace) -> list[tuple[str, str, str]]:
-    """``(stage, shape, note)`` of seed 3.5's data flow for this run (batch of 1)."""
+    """``(stage, shape, note)`` of seed 3.5's data flow for this run (batch of 1); stages and
+    notes in the current language."""
     rows = []
     B, H, Hkv, dh, D, F = (1, dims.n_heads, dims.n_kv_heads, dims.d_head, dims.d_model,
                            dims.d_ff)
@@ -42,21 +45,29 @@ def stage_shapes(dims: ModelDims, trace: AttentionTrace) -> list[tuple[str, str,
         tokens = trace.axes(f"{stack}.self")[0]
         L = len(tokens)
         n = trace.layers(f"{stack}.self")
+        s = {"encoder": _("encoder"), "decoder": _("decoder")}.get(stack, stack)
         rows += [
-            (f"{stack}: token ids", f"({B}, {L})", "B = batch, L = tokens"),
-            (f"{stack}: embeddings (+ positions)", f"({B}, {L}, {D})", "d_model"),
-            (f"{stack}: Q after the head split", f"({B}, {H}, {L}, {dh})", "d_head = d_model/h"
-             if H * dh == D else "d_head from the config"),
-            (f"{stack}: K, V", f"({B}, {Hkv}, {L}, {dh})",
-             f"{Hkv} K/V heads shared by {H // Hkv} query heads each" if Hkv < H else ""),
-            (f"{stack}: scores QKᵀ/√d_k", f"({B}, {H}, {L}, {L})", "the O(L²) part"),
-            (f"{stack}: weights × V, heads joined, W_O", f"({B}, {L}, {D})", ""),
-            (f"{stack}: FFN {D}→{F}→{D}", f"({B}, {L}, {D})", f"repeated for {n} layers"),
+            (_("{stack}: token ids").format(stack=s), f"({B}, {L})",
+             _("B = batch, L = tokens")),
+            (_("{stack}: embeddings (+ positions)").format(stack=s), f"({B}, {L}, {D})",
+             "d_model"),
+            (_("{stack}: Q after the head split").format(stack=s), f"({B}, {H}, {L}, {dh})",
+             "d_head = d_model/h" if H * dh == D else _("d_head from the config")),
+            (_("{stack}: K, V").format(stack=s), f"({B}, {Hkv}, {L}, {dh})",
+             _("{kv_heads} K/V heads shared by {group} query heads each").format(
+                 kv_heads=Hkv, group=H // Hkv) if Hkv < H else ""),
+            (_("{stack}: scores QKᵀ/√d_k").format(stack=s), f"({B}, {H}, {L}, {L})",
+             _("the O(L²) part")),
+            (_("{stack}: weights × V, heads joined, W_O").format(stack=s), f"({B}, {L}, {D})",
+             ""),
+            (_("{stack}: FFN {d_model}→{d_ff}→{d_model}").format(stack=s, d_model=D, d_ff=F),
+             f"({B}, {L}, {D})", _("repeated for {count} layers").format(count=n)),
         ]
     if trace.family is Family.ENCODER_DECODER:
         S, T = len(trace.source_tokens), len(trace.target_tokens)
-        rows.insert(len(rows) - 1, ("decoder: cross-attention scores", f"({B}, {H}, {T}, {S})",
-                                    "target queries × source keys"))
+        rows.insert(len(rows) - 1, (_("decoder: cross-attention scores"),
+                                    f"({B}, {H}, {T}, {S})",
+                                    _("target queries × source keys")))
     return rows
 
 

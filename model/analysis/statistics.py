@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from i18n import N_, _
+
 from ..trace import AttentionTrace
 
+# What each statistic measures, in English (marked for the catalog): show ``_(STATS[key])``.
 STATS = {
-    "entropy": "mean entropy of a query's weights (nats): low = focused, high = spread out",
-    "distance": "mean distance in tokens between a query and what it attends to",
-    "first_token": "mean weight on the first token (an 'attention sink')",
-    "previous_token": "mean weight on the token just before the query",
-    "self": "mean weight of a token on itself (the diagonal)",
+    "entropy": N_("mean entropy of a query's weights (nats): low = focused, high = spread out"),
+    "distance": N_("mean distance in tokens between a query and what it attends to"),
+    "first_token": N_("mean weight on the first token (an 'attention sink')"),
+    "previous_token": N_("mean weight on the token just before the query"),
+    "self": N_("mean weight of a token on itself (the diagonal)"),
 }
 
 
@@ -50,7 +53,7 @@ def aggregate(trace: AttentionTrace, name: str, layers, heads) -> np.ndarray:
     """Weights averaged over the chosen layers and heads: float64 ``[query, key]``."""
     layers, heads = list(layers), list(heads)
     if not layers or not heads:
-        raise ValueError("choose at least one layer and one head")
+        raise ValueError(_("choose at least one layer and one head"))
     total = sum(trace.weights(name, layer, head).astype(np.float64)
                 for layer in layers for head in heads)
     return total / (len(layers) * len(heads))

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from i18n import _
+
 from ..trace import AttentionTrace
 
 
@@ -43,16 +45,18 @@ def writes_words(trace: AttentionTrace, name: str) -> bool:
 
 def query_rows(trace: AttentionTrace, name: str) -> Rows:
     """The names of ``name``'s query rows (see :class:`Rows`)."""
-    q_tokens, _ = trace.axes(name)
+    q_tokens = trace.axes(name)[0]
     special = trace.special(name)[0]
     if not writes_words(trace, name):
         return Rows(list(q_tokens), [f"{i}: {t}" for i, t in enumerate(q_tokens)], special,
-                    "query (attending)")
+                    _("query (attending)"))
     n = len(q_tokens)
     written = written_words(trace) if len(trace.steps) == n else [*q_tokens[1:], "…"]
-    hover = [f"{t}: writes {w} (reads {r})" for t, (w, r) in enumerate(zip(written, q_tokens))]
+    writes = _("{position}: writes {written} (reads {read})")
+    hover = [writes.format(position=t, written=w, read=r)
+             for t, (w, r) in enumerate(zip(written, q_tokens))]
     rows_special = [t for t in range(n - 1) if t + 1 in special] + [n - 1]
-    return Rows(written, hover, rows_special, "query: the word being written")
+    return Rows(written, hover, rows_special, _("query: the word being written"))
 
 
 SENTENCE_ENDS = {".", "。", "!", "?", "！", "？", "[SEP]", "</s>", "<eos>"}
@@ -81,8 +85,9 @@ def sentence_split(tokens, special=()) -> int:
 
 
 def boundary_label(tokens, i: int) -> str:
-    """A span boundary as a reader sees it: ``"3 · sat"`` (before token 3) or ``"end"``."""
-    return "end" if i >= len(tokens) else f"{i} · {tokens[i]}"
+    """A span boundary as a reader sees it: ``"3 · sat"`` (before token 3) or ``"end"`` (in
+    the current language)."""
+    return _("end") if i >= len(tokens) else f"{i} · {tokens[i]}"
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,8 @@ def layer_view(trace: AttentionTrace, name: str, layer: int, head: int,
     """
     layer_weights = trace.layer_weights(name, layer)  # [head, query, key]
     if not 0 <= head < len(layer_weights):
-        raise ValueError(f"head {head} is out of range 0..{len(layer_weights) - 1}")
+        raise ValueError(_("head {head} is out of range 0..{last}").format(
+            head=head, last=len(layer_weights) - 1))
     if fit is None:
         fit = layer_weights.shape[-1] > FIT_ABOVE
     rest = layer_weights[:, 1:, 1:] if min(layer_weights.shape[1:]) > 1 else layer_weights
@@ -157,7 +163,7 @@ def window(trace: AttentionTrace, name: str, start: int, stop: int) -> Window:
     source key for cross-attention (a target word may look anywhere in the source)."""
     q_tokens, k_tokens = trace.axes(name)
     if start < 0 or stop <= start:
-        raise ValueError(f"the window {start}..{stop} is empty")
+        raise ValueError(_("the window {start}..{stop} is empty").format(start=start, stop=stop))
     queries = slice(start, min(stop, len(q_tokens)))
     keys = slice(start, min(stop, len(k_tokens))) if name.endswith(".self") else slice(
         0, len(k_tokens))
@@ -257,21 +263,23 @@ def generation_step(trace: AttentionTrace, step: int, layer: int,
         head: one head, or None for the average over the layer's heads.
     """
     if not trace.steps:
-        raise ValueError(f"{trace.model} generated nothing: there are no steps to show")
+        raise ValueError(_("{model} generated nothing: there are no steps to show").format(
+            model=trace.model))
     if not 1 <= step <= len(trace.steps):
-        raise ValueError(f"step {step} is out of range 1..{len(trace.steps)}")
+        raise ValueError(_("step {step} is out of range 1..{last}").format(
+            step=step, last=len(trace.steps)))
     t = step - 1  # the query row that writes word t + 1
     rows = query_rows(trace, "decoder.cross")
     chosen = rows.labels[t]
     self_w = trace.head_or_mean("decoder.self", layer, head)
     cross_w = trace.head_or_mean("decoder.cross", layer, head)
     top = trace.steps[t].top_k
-    words = [word for word, _ in top]
+    words = [word for word, _probability in top]
     return GenerationStep(
         step=step, rows=rows,
         self_weights=self_w[:step, :step],
         self_allowed=trace.mask("decoder.self", layer)[:step, :step],
         self_keys=list(trace.target_tokens[:step]), cross_row=cross_w[t],
         cross_peak=int(cross_w[t].argmax()), source_tokens=list(trace.source_tokens),
-        alignment=cross_w, top_words=words, top_probabilities=[p for _, p in top],
+        alignment=cross_w, top_words=words, top_probabilities=[p for _word, p in top],
         top_chosen=words.index(chosen) if chosen in words else None)

@@ -18,6 +18,8 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoTokenizer
 
+from i18n import _
+
 from ..budget import Lengths, lazy_bytes
 from ..device import resolve_device
 from ..errors import ModelLoadError
@@ -63,10 +65,12 @@ def _load_message(spec: str, source: str, error: BaseException, policy: LoadPoli
     read from (a converted GGUF in the cache, the home folder) named by the spec instead."""
     text = ANSI.sub("", (str(error).strip().splitlines() or [""])[0])
     if "ignore_mismatched_sizes" in text:
-        return f"could not load {spec!r}: its weights do not have the sizes its config.json states"
+        return _("could not load {spec}: its weights do not have the sizes its config.json "
+                 "states").format(spec=repr(spec))
     if isinstance(error, pickle.UnpicklingError):
-        return (f"could not load {spec!r}: its pickled weights hold more than tensors, and the "
-                f"safe unpickler refused them (convert the checkpoint to safetensors)")
+        return _("could not load {spec}: its pickled weights hold more than tensors, and the "
+                 "safe unpickler refused them (convert the checkpoint to safetensors)").format(
+                     spec=repr(spec))
     for place, name in ((source, spec), (str(cache_dir()), "the cache"),
                         (str(Path.home()), "~")):
         if place and place != name:
@@ -74,11 +78,13 @@ def _load_message(spec: str, source: str, error: BaseException, policy: LoadPoli
     if len(text) > 240:
         text = text[:240] + "…"
     if not policy.pickle and "safetensors" in text.lower():
-        return (f"could not load {spec!r}: it holds no safetensors weights, and this server "
-                f"does not read pickled weights (pytorch_model.bin)")
+        return _("could not load {spec}: it holds no safetensors weights, and this server "
+                 "does not read pickled weights (pytorch_model.bin)").format(spec=repr(spec))
     kind = type(error).__name__
-    return f"could not load {spec!r}: {text or kind}" + (
-        "" if isinstance(error, (OSError, ValueError)) else f" ({kind})")
+    if isinstance(error, (OSError, ValueError)):
+        return _("could not load {spec}: {reason}").format(spec=repr(spec), reason=text or kind)
+    return _("could not load {spec}: {reason} ({kind})").format(spec=repr(spec),
+                                                                reason=text or kind, kind=kind)
 
 
 class HFModel:
@@ -206,8 +212,8 @@ class HFModel:
         """Trace several texts in one padded batch; one trace per text, padding left out."""
         texts, targets = check_texts(texts, targets)
         if targets is not None and self.family is not Family.ENCODER_DECODER:
-            raise ValueError(f"a target text applies to encoder-decoder models; {self.name} is "
-                             f"{self.family}")
+            raise ValueError(_("a target text applies to encoder-decoder models; {model} is "
+                               "{family}").format(model=self.name, family=self.family.value))
         return self._run(self.prepare_inputs(texts, targets), texts)
 
     def trace_ids(self, input_ids: list[int]) -> AttentionTrace:
@@ -252,12 +258,13 @@ class HFModel:
         """
         texts, targets = check_texts(texts, targets)
         if any(not t.strip() for t in texts):
-            raise ValueError("the text is empty")
+            raise ValueError(_("the text is empty"))
         enc = self._encode(texts).to(self.device)
         limit = self.positions.max_positions
         if limit and enc["input_ids"].shape[1] > limit:
-            raise ValueError(f"the text is {enc['input_ids'].shape[1]} tokens long; {self.name} "
-                             f"reads at most {limit}: shorten it")
+            raise ValueError(_("the text is {count} tokens long; {model} reads at most {limit}: "
+                               "shorten it").format(count=enc["input_ids"].shape[1],
+                                                    model=self.name, limit=limit))
         inputs = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
         if self.family is Family.ENCODER_DECODER:
             inputs.update(self._decoder_inputs(enc, targets))

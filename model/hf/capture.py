@@ -27,6 +27,8 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
 
+from i18n import _
+
 ATTN_SDPA = "attention_explorer_sdpa"
 ATTN_EAGER = "attention_explorer_eager"
 
@@ -150,7 +152,8 @@ class LazyAttention:
         self.k_index = np.asarray(k_index)
         n_heads = {c.q.shape[1] for c in calls}
         if len(n_heads) != 1:
-            raise ValueError(f"layers disagree on the number of heads: {sorted(n_heads)}")
+            raise ValueError(_("layers disagree on the number of heads: {counts}").format(
+                counts=sorted(n_heads)))
         self.n_heads = n_heads.pop()
         self.n_kv_heads = calls[0].k.shape[1]
         self.shape = (len(calls), self.n_heads, len(self.q_index), len(self.k_index))

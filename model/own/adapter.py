@@ -18,6 +18,8 @@ import re
 import numpy as np
 import torch
 
+from i18n import _
+
 from ..budget import Lengths, dense_bytes
 from ..device import resolve_device
 from ..errors import UnknownWordsError
@@ -54,7 +56,7 @@ def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0,
         match = _HOOK_NAME.fullmatch(hook_name)
         if match is None or match.group(4) != hook:
             continue
-        stack, layer, kind, _ = match.groups()
+        stack, layer, kind, _hook = match.groups()
         pattern = tensor[batch_index].float().cpu().numpy()  # [head, query, key]
         per_kind.setdefault(f"{stack}.{kind}", {})[int(layer)] = pattern
     return {
@@ -159,8 +161,8 @@ class OwnModel:
         vocab = WordVocab.from_text(text, target or "")
         if len(vocab) > self.config.src_vocab_size:
             raise ValueError(
-                f"the text has {len(vocab) - 4} distinct words; {self.name} holds at most "
-                f"{self.config.src_vocab_size - 4}")
+                _("the text has {count} distinct words; {model} holds at most {most}").format(
+                    count=len(vocab) - 4, model=self.name, most=self.config.src_vocab_size - 4))
         return vocab, vocab
 
     def trace(self, text: str, target: str | None = None) -> AttentionTrace:
@@ -181,13 +183,13 @@ class OwnModel:
         """
         check_text(text)
         if target is not None:
-            check_text(target, "the target")
+            check_text(target, _("the target"))
             if self.family is not Family.ENCODER_DECODER:
-                raise ValueError(f"a target text applies to encoder-decoder models; {self.name} "
-                                 f"is {self.family}")
+                raise ValueError(_("a target text applies to encoder-decoder models; {model} is "
+                                   "{family}").format(model=self.name, family=self.family.value))
         words = split_words(text)
         if not words:
-            raise ValueError("the text holds no words")
+            raise ValueError(_("the text holds no words"))
         src_vocab, tgt_vocab = self._vocabs(text, target)
         src_ids = _encode(src_vocab, words, "source")
         if self.family is Family.ENCODER_DECODER:
@@ -241,7 +243,7 @@ def _encode(vocab: WordVocab, words: list[str], side: str) -> list[int]:
 def _special_positions(tokens: dict) -> dict[str, list[int]]:
     """Where ``<bos>``-style tokens stand, per token axis (``tokens``, ``source``, ``target``)."""
     return {axis: [i for i, t in enumerate(tokens[field]) if t in SPECIALS]
-            for axis, (field, _) in TOKEN_FIELDS.items() if field in tokens}
+            for axis, (field, _ids) in TOKEN_FIELDS.items() if field in tokens}
 
 
 def _is_attention(name: str) -> bool:

@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from i18n import _
+
 from ..facts import Family
 from .config import TransformerConfig
 from .hooks import HookPoint
@@ -165,7 +167,7 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """``[B, L, d_model] -> [B, L, d_model]``."""
-        a, _ = self.self_attn(x, x, x, mask)
+        a, _weights = self.self_attn(x, x, x, mask)
         x = self.residual_attn(x, a)
         return self.residual_ffn(x, self.ffn(x))
 
@@ -192,10 +194,10 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, tgt_mask, memory=None, src_mask=None):
         """``x [B, T, d_model]``, ``memory [B, S, d_model]`` -> ``[B, T, d_model]``."""
-        a, _ = self.self_attn(x, x, x, tgt_mask)
+        a, _weights = self.self_attn(x, x, x, tgt_mask)
         x = self.residual_self(x, a)
         if self.cross_attn is not None:
-            c, _ = self.cross_attn(x, memory, memory, src_mask)
+            c, _weights = self.cross_attn(x, memory, memory, src_mask)
             x = self.residual_cross(x, c)
         return self.residual_ffn(x, self.ffn(x))
 
@@ -218,7 +220,8 @@ class Embeddings(nn.Module):
         """``ids [B, L] -> [B, L, d_model]``."""
         L = ids.size(1)
         if L > self.max_len:
-            raise ValueError(f"sequence of {L} tokens is longer than max_len={self.max_len}")
+            raise ValueError(_("sequence of {length} tokens is longer than max_len={max_len}")
+                             .format(length=L, max_len=self.max_len))
         x = self.token(ids) * math.sqrt(self.d_model)  # [batch, pos, d_model]
         if self.pe is not None:
             x = x + self.pe[:L]
@@ -230,7 +233,7 @@ class Encoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _layer in range(cfg.n_encoder_layers))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """``[B, S, d_model] -> [B, S, d_model]``."""
@@ -245,7 +248,7 @@ class Decoder(nn.Module):
     def __init__(self, cfg: TransformerConfig, with_cross: bool):
         super().__init__()
         self.layers = nn.ModuleList(
-            DecoderLayer(cfg, with_cross) for _ in range(cfg.n_decoder_layers)
+            DecoderLayer(cfg, with_cross) for _layer in range(cfg.n_decoder_layers)
         )
 
     def forward(self, x, tgt_mask, memory=None, src_mask=None):
@@ -296,7 +299,7 @@ class Transformer(nn.Module):
         """Logits ``[B, L, vocab]`` for the target (or, encoder-only, the source) positions."""
         family = self.cfg.family
         if family is Family.ENCODER_ONLY:
-            memory, _ = self.encode(src_ids)
+            memory, _mask = self.encode(src_ids)
             return self.generator(memory)
         if family is Family.DECODER_ONLY:
             return self.generator(self.decode(tgt_ids))

@@ -15,6 +15,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from i18n import _
+
 from ..device import resolve_device
 from ..facts import Step
 from .adapter import OwnModel
@@ -36,8 +38,8 @@ class Translator(OwnModel):
                    device: str = "auto") -> Translator:
         """Load the committed weights (safetensors) and their card (config, vocabularies)."""
         if not weights.exists() or not card.exists():
-            raise ValueError(f"own-translator weights are missing ({weights}); train them with "
-                             f"`python -m model.own.train`")
+            raise ValueError(_("own-translator weights are missing ({file}); train them with "
+                               "`python -m model.own.train`").format(file=weights))
         info = json.loads(card.read_text(encoding="utf-8"))
         cfg = TransformerConfig(**info["config"])
         network = Transformer(cfg)
@@ -64,7 +66,7 @@ class Translator(OwnModel):
         bos, eos = self.tgt_vocab.bos_id, self.tgt_vocab.eos_id
         out = torch.full((len(src_ids), 1), bos, dtype=torch.long, device=self.device)
         done = torch.zeros(len(src_ids), dtype=torch.bool, device=self.device)
-        for _ in range(max_len):
+        for _step in range(max_len):
             logits = self.network.generator(self.network.decode(out, memory, src_mask)[:, -1])
             next_id = logits.argmax(-1).masked_fill(done, pad)  # [batch]
             out = torch.cat([out, next_id[:, None]], dim=1)

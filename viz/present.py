@@ -1,0 +1,151 @@
+"""Figures restyled for a projector, and the colour-blind-safe palettes.
+
+Applied to a finished figure (any builder's), so that every view gets the same treatment:
+
+- fonts large enough to read from the back of a room at 1920×1080: titles 26 px, tick labels
+  18 px, axis titles 22 px, colour bars, legends and hovers 18 px;
+- token labels horizontal when they fit side by side (Chinese labels especially, which are
+  unreadable slanted), else slanted, and thinned to every k-th where even slanted ones would
+  overlap at the larger size;
+- the value written in each cell of small heatmaps (up to ``CELL_VALUES_UP_TO`` tokens a side);
+- taller figures, so that the larger labels keep their rows.
+
+The palette swap replaces the weights' colour scale (blue, :data:`viz.style.WEIGHT_SCALE`) with
+a colour-blind-safe one; it applies with or without presentation mode.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+
+import plotly.graph_objects as go
+
+from .style import WEIGHT_SCALE
+
+TITLE_PX = 26
+TICK_PX = 18
+AXIS_TITLE_PX = 22
+TEXT_PX = 18
+CELL_PX = 16
+CELL_VALUES_UP_TO = 12
+# The plot area a full-width chart gets at 1920×1080 with the sidebar closed (the page's
+# content is about 1,750 px wide; margins and colour bar take the rest).
+PLOT_WIDTH_PX = 1450
+LINE = 1.5  # the room one label's line needs, in font sizes
+SLANT = -45
+PALETTES = {"default": None, "cividis": "Cividis", "viridis": "Viridis"}
+_TAGS = re.compile(r"<[^>]+>")
+
+
+def text_width(label: str, font_px: float) -> float:
+    """The width of ``label`` in pixels at ``font_px``: wide (CJK) characters one font size,
+    others about 0.6; markup left out."""
+    text = _TAGS.sub("", str(label))
+    return font_px * sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.6 for c in text)
+
+
+def _axis_length(layout: go.Layout, axis_name: str, width_px: float, height_px: float) -> float:
+    axis = layout[axis_name]
+    lo, hi = axis.domain if axis.domain is not None else (0, 1)
+    if axis_name.startswith("x"):
+        return (hi - lo) * width_px
+    return (hi - lo) * height_px
+
+
+def _fit_ticks(axis, length: float, horizontal_axis: bool) -> dict:
+    """New settings for an axis with token labels (``tickvals``/``ticktext``): horizontal
+    when they fit, else slanted (x) and thinned to every k-th so none overlap."""
+    values, texts = list(axis.tickvals or ()), list(axis.ticktext or ())
+    if not texts or axis.showticklabels is False:
+        return {}
+    update = {}
+    per_line = TICK_PX * LINE
+    if horizontal_axis:
+        widest = max(text_width(t, TICK_PX) for t in texts) + TICK_PX
+        if widest * len(texts) <= length:
+            return {"tickangle": 0}
+        update["tickangle"] = SLANT
+        per_label = per_line / math.sin(math.radians(-SLANT))
+    else:
+        per_label = per_line
+    step = max(1, math.ceil(per_label * len(texts) / max(length, 1)))
+    if step > 1:
+        update.update(tickvals=values[::step], ticktext=texts[::step])
+    return update
+
+
+def _cell_values(figure: go.Figure, limit: int) -> None:
+    """Write each cell's value in small heatmaps (masked cells, NaN, stay empty)."""
+    for trace in figure.data:
+        if not isinstance(trace, go.Heatmap) or trace.z is None or trace.texttemplate:
+            continue
+        if trace.showscale is False and trace.coloraxis is None:
+            continue  # a flat layer (the mask's grey): its cells hold no values
+        rows = len(trace.z)
+        cols = len(trace.z[0]) if rows else 0
+        if 0 < rows <= limit and 0 < cols <= limit:
+            trace.update(texttemplate="%{z:.2f}", textfont={"size": CELL_PX})
+
+
+def for_projector(figure: go.Figure | dict, *, width_px: float = PLOT_WIDTH_PX,
+                  cell_values_up_to: int = CELL_VALUES_UP_TO) -> go.Figure:
+    """A copy of ``figure`` restyled for a projector (see the module's description).
+
+    Args:
+        width_px: the width the chart's plot area is drawn at (a chart in one of two
+            columns gets about half).
+        cell_values_up_to: small heatmaps, up to this many rows and columns, get their values
+            written in their cells.
+    """
+    fig = go.Figure(figure)
+    layout = fig.layout
+    scale = 1.35
+    height = (layout.height or 450) * scale
+    fig.update_layout(
+        height=height, font={"size": TEXT_PX}, hoverlabel={"font": {"size": TEXT_PX}},
+        legend={"font": {"size": TEXT_PX}},
+        title={"font": {"size": TITLE_PX}})
+    fig.update_annotations(font_size=max(TEXT_PX, 20))
+    if layout.coloraxis is not None and layout.coloraxis.colorbar is not None:
+        fig.update_coloraxes(colorbar={"tickfont": {"size": TEXT_PX},
+                                       "title": {"font": {"size": TEXT_PX}}})
+    for trace in fig.data:
+        if getattr(trace, "colorbar", None) is not None and "colorbar" in trace:
+            trace.update(colorbar={"tickfont": {"size": TEXT_PX}})
+    margin = layout.margin
+    plot_height = height - ((margin.t or 80) + (margin.b or 80)) * scale
+    for axis_name in [key for key in layout.to_plotly_json() if re.match(r"[xy]axis\d*$", key)]:
+        axis = layout[axis_name]
+        length = _axis_length(layout, axis_name, width_px, plot_height)
+        update = {"tickfont": {"size": TICK_PX}, "title": {"font": {"size": AXIS_TITLE_PX}},
+                  "automargin": True}
+        update.update(_fit_ticks(axis, length, axis_name.startswith("x")))
+        axis.update(update)
+    _cell_values(fig, cell_values_up_to)
+    return fig
+
+
+def with_palette(figure: go.Figure | dict, palette: str) -> go.Figure | dict:
+    """``figure`` with its weights' colour scale (Blues) replaced by ``palette`` (a key of
+    :data:`PALETTES`); unchanged for the default palette."""
+    scale = PALETTES.get(palette)
+    if scale is None:
+        return figure
+    fig = go.Figure(figure)
+
+    def blue(colorscale) -> bool:
+        # Plotly stores a named scale as its list of colours: compare with Blues' own list
+        return colorscale is not None and tuple(map(tuple, colorscale)) == _BLUES
+
+    for coloraxis in [key for key in fig.layout.to_plotly_json() if key.startswith("coloraxis")]:
+        if blue(fig.layout[coloraxis].colorscale):
+            fig.layout[coloraxis].colorscale = scale
+    for trace in fig.data:
+        if blue(getattr(trace, "colorscale", None)):
+            trace.colorscale = scale
+    return fig
+
+
+_BLUES = tuple(map(tuple, go.Heatmap(colorscale=WEIGHT_SCALE).colorscale))
