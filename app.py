@@ -11,19 +11,33 @@ import uuid
 import pandas  # noqa: F401  (see below)
 import streamlit as st
 
-from app_pages.common import EXPORT_CONTEXT, FIGURES, page_downloads, sidebar
+from app_pages import links
+from app_pages.common import (
+    EXPORT_CONTEXT,
+    FIGURES,
+    choose_language,
+    page_downloads,
+    presenting,
+    sidebar,
+)
 from app_pages.navigation import PAGES
+from i18n import _
 
 log = logging.getLogger("attention_explorer")
 
-st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
-pages = [(spec, st.Page(spec.path, title=spec.title, icon=spec.icon, default=spec.default))
+links.restore_settings()  # language, presentation mode: needed before anything is drawn
+choose_language()
+st.set_page_config(page_title=_("Attention Explorer"), page_icon="🔍", layout="wide",
+                   initial_sidebar_state="collapsed" if presenting() else "auto")
+pages = [(spec, st.Page(spec.path, title=_(spec.title), icon=spec.icon, default=spec.default,
+                        url_path=spec.url_path or None))
          for spec in PAGES]
 sections: dict[str, list] = {}
 for spec, page in pages:
-    sections.setdefault(spec.group, []).append(page)
+    sections.setdefault(_(spec.group), []).append(page)
 current = st.navigation(sections)
 spec = next(spec for spec, page in pages if page is current)
+links.restore_page(spec)
 # pandas is imported above, by every session before it draws: plotly looks for pandas in
 # sys.modules without importing it, so a session drawing while another was still importing
 # pandas failed with "partially initialized module 'pandas'" (9 times in a 25-session soak).
@@ -31,12 +45,20 @@ st.session_state[FIGURES] = {}  # this run's figures and what names their files:
 st.session_state[EXPORT_CONTEXT] = ()  # by each page, so no page names files after another's
 try:
     sidebar(with_text=spec.reads_text)
+    # The link to this view, made before the page runs (a page may stop early, with a
+    # message instead of a chart, and Streamlit draws nothing after a stop), and again after
+    # it, once its widgets have replaced any value out of range.
+    link_slot = st.sidebar.empty()
+    links.panel(spec, link_slot, uploaded=st.session_state.get("upload") is not None)
+    links.notes()
     current.run()
     page_downloads()
+    links.panel(spec, link_slot, uploaded=st.session_state.get("upload") is not None)
 except Exception:  # Streamlit's own stop and rerun are BaseExceptions: they pass through
     if os.environ.get("ATTENTION_EXPLORER_DEBUG", "") not in ("", "0"):
         raise
     incident = uuid.uuid4().hex[:8]
     log.exception("unexpected error on the page %r (incident %s)", spec.title, incident)
-    st.error(f"Something went wrong on this page, and it has been written to the server's log "
-             f"(incident {incident}). Try another text or model, or reload the page.")
+    st.error(_("Something went wrong on this page, and it has been written to the server's log "
+               "(incident {incident}). Try another text or model, or reload the page.").format(
+        incident=incident))

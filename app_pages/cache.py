@@ -27,6 +27,7 @@ import streamlit as st
 
 import model
 import viz
+from i18n import _, language
 from model.analysis.rollout import rollout
 from model.analysis.statistics import head_stats
 from model.budget import check_request, memory_guard
@@ -92,7 +93,7 @@ class SharedCache:
     def size(self) -> int:
         """Bytes held now."""
         with self._lock:
-            return sum(size for _, size in self._items.values())
+            return sum(size for _value, size in self._items.values())
 
     def __len__(self) -> int:
         with self._lock:
@@ -159,9 +160,9 @@ class SharedCache:
             return
         with self._lock:
             self._items[key] = (value, size)
-            total = sum(s for _, s in self._items.values())
+            total = sum(size for _value, size in self._items.values())
             while total > self.max_bytes:
-                _, (_, dropped) = self._items.popitem(last=False)
+                _key, (_value, dropped) = self._items.popitem(last=False)
                 total -= dropped
 
     def clear(self) -> None:
@@ -217,11 +218,15 @@ def shared_cache() -> SharedCache:
 def get_model(spec: str, device: str = "auto") -> model.LoadedModel:
     """The loaded model for ``spec`` on ``device``, shared by every session; ``auto`` is
     resolved first, so that ``auto`` and the device it means share one copy."""
-    return _load(spec.strip(), str(resolve_device(device)))
+    return _loading_model(spec.strip(), str(resolve_device(device)))
 
 
-@st.cache_resource(show_spinner="Loading the model… (a GGUF file is converted once: ~30 s)",
-                   max_entries=4)
+def _loading_model(spec: str, device: str) -> model.LoadedModel:
+    with st.spinner(_("Loading the model… (a GGUF file is converted once: ~30 s)")):
+        return _load(spec, device)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
 def _load(spec: str, device: str) -> model.LoadedModel:
     rules = policy()
     # One model loads at a time: transformers builds models on the meta device by patching
@@ -273,21 +278,21 @@ def get_trace(spec: str, device: str, text: str, target: str | None = None) -> m
         return loaded.trace(text, target=target)
 
     return _cached(("trace", spec, device, text, target),
-                   "Running the model and capturing attention…", "tracing the text", trace)
+                   _("Running the model and capturing attention…"), _("tracing the text"), trace)
 
 
 def get_head_stats(run, name: str) -> dict:
     """:func:`model.analysis.statistics.head_stats` of a :class:`~app_pages.common.Run`'s
     trace (slow for long inputs: every head)."""
-    return _cached(("head_stats", *run.key, name), "Computing every head's statistics…",
-                   "computing head statistics",
+    return _cached(("head_stats", *run.key, name), _("Computing every head's statistics…"),
+                   _("computing head statistics"),
                    lambda: _readonly(head_stats(run.trace, name)))
 
 
 def get_rollout(run, name: str):
     """:func:`model.analysis.rollout.rollout` of a run's trace."""
-    return _cached(("rollout", *run.key, name), "Rolling attention out through the layers…",
-                   "rolling attention out", lambda: _readonly(rollout(run.trace, name)))
+    return _cached(("rollout", *run.key, name), _("Rolling attention out through the layers…"),
+                   _("rolling attention out"), lambda: _readonly(rollout(run.trace, name)))
 
 
 def get_model_view(run, name: str) -> dict:
@@ -296,10 +301,12 @@ def get_model_view(run, name: str) -> dict:
 
     A dict, not a ``go.Figure``: the chart's element id is computed from the figure, and a
     figure rebuilt from a dict can serialise its layout keys in another order, so the click
-    that caused the next run would lose its selection.
+    that caused the next run would lose its selection. Its titles are in the session's
+    language, which is part of the key.
     """
-    return _cached(("model_view", *run.key, name), "Drawing every layer and head…",
-                   "drawing the model view",
+    return _cached(("model_view", language(), *run.key, name),
+                   _("Drawing every layer and head…"),
+                   _("drawing the model view"),
                    lambda: viz.model_view(run.trace, name).to_dict())
 
 

@@ -14,35 +14,38 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 import streamlit as st
 
+import i18n
 import model
 from app_pages import widgets
+from i18n import N_, _
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
 from model.budget import check_analysis, token_budget
 from model.errors import listed
-from viz import export
+from viz import export, present
 
 DEFAULT_MODEL = "own-translator"
 DEFAULT_TEXT = "The cat sat on the mat"
 DEVICES = ("auto", "cpu", "cuda")
 OTHER = "other…"
-MODEL_HELP = {
-    "own-translator": "the lesson's encoder-decoder, trained to translate a small English "
-                      "vocabulary into Chinese (The cat sat on the mat → 猫 坐 在 垫子 上)",
-    "own-random": "the lesson's full-size encoder-decoder (512 wide, 8 heads, 6 + 6 layers) "
-                  "with random weights; its vocabulary is built from your text",
-    "minilm": "all-MiniLM-L6-v2: a pretrained 6-layer BERT encoder (12 heads) for any English "
-              "text",
-    "smollm2": "SmolLM2-135M-Instruct: a pretrained 30-layer Llama decoder, 9 query / 3 "
-               "key-value heads, for any text",
-    OTHER: "a Hugging Face hub id (needs network) or a local checkpoint folder or .gguf file",
+MODEL_HELP = {  # in English, translated where shown
+    "own-translator": N_("the lesson's encoder-decoder, trained to translate a small English "
+                         "vocabulary into Chinese (The cat sat on the mat → 猫 坐 在 垫子 上)"),
+    "own-random": N_("the lesson's full-size encoder-decoder (512 wide, 8 heads, 6 + 6 layers) "
+                     "with random weights; its vocabulary is built from your text"),
+    "minilm": N_("all-MiniLM-L6-v2: a pretrained 6-layer BERT encoder (12 heads) for any "
+                 "English text"),
+    "smollm2": N_("SmolLM2-135M-Instruct: a pretrained 30-layer Llama decoder, 9 query / 3 "
+                  "key-value heads, for any text"),
+    OTHER: N_("a Hugging Face hub id (needs network) or a local checkpoint folder or .gguf "
+              "file"),
 }
 # Models whose weights were never trained: their attention shows structure, not meaning.
 RANDOM_WEIGHTS = ("own-random",)
-KIND_LABELS = {
-    "encoder.self": "encoder self-attention",
-    "decoder.self": "decoder masked self-attention",
-    "decoder.cross": "decoder cross-attention (target → source)",
+KIND_LABELS = {  # in English, translated where shown
+    "encoder.self": N_("encoder self-attention"),
+    "decoder.self": N_("decoder masked self-attention"),
+    "decoder.cross": N_("decoder cross-attention (target → source)"),
 }
 
 
@@ -65,11 +68,34 @@ def literal(text: str) -> str:
     return MARKDOWN_SPECIAL.sub(lambda match: f"&#{ord(match.group())};", text)
 
 
-SHARED_KEYS = ("model_choice", "model_other", "device", "text", "target")
+SHARED_KEYS = ("model_choice", "model_other", "device", "text", "target", "lang", "present",
+               "palette")
+PALETTES = {  # what colours weights: the default, or a colour-blind-safe scale
+    "default": N_("Blues (default)"),
+    "cividis": N_("Cividis (colour-blind safe)"),
+    "viridis": N_("Viridis (colour-blind safe)"),
+}
+
+
+def choose_language() -> str:
+    """The language of this run: the sidebar's choice, else the link's (``lang=``), else the
+    browser's locale, else English; it is set for every string of the run."""
+    code = st.session_state.get("lang")
+    if code not in i18n.LANGUAGES:
+        code = i18n.normalise(st.context.locale) or i18n.DEFAULT
+        st.session_state["lang"] = code
+    i18n.set_language(code)
+    return code
+
+
+def presenting() -> bool:
+    """Whether presentation mode is on (large fonts for a projector, values in cells)."""
+    return bool(st.session_state.get("present", False))
 
 
 def sidebar(with_text: bool = True) -> None:
-    """Draw the shared sidebar: model, device and (for the analysis pages) the text."""
+    """Draw the shared sidebar: language, presentation mode, model, device and (for the
+    analysis pages) the text."""
     # Streamlit forgets a widget's value after a run that does not draw it (the Translate and
     # Positions pages hide the text). Writing the values back makes them plain session state,
     # which lasts until the widget is drawn again.
@@ -79,35 +105,58 @@ def sidebar(with_text: bool = True) -> None:
     from app_pages.cache import limits, policy
 
     with st.sidebar:
+        widgets.radio(_("Language"), list(i18n.LANGUAGES), key="lang", horizontal=True,
+                      format_func=i18n.LANGUAGES.get)
+        st.toggle(_("Presentation mode"), key="present",
+                       help=_("Presentation mode: fonts large enough for a projector, the value "
+                              "written in each cell of small matrices, steps shown one at a "
+                              "time, the sidebar closed."))
+        widgets.selectbox(_("Colours"), list(PALETTES), key="palette",
+                          format_func=lambda p: _(PALETTES[p]),
+                          help=_("The colours of attention weights; Cividis and Viridis read "
+                                 "the same to every kind of colour vision and in grey print."))
         choices = (DEFAULT_MODEL, *(m for m in model.BUNDLED if m != DEFAULT_MODEL))
         choices += (OTHER,) if policy().other else ()
         choice = widgets.selectbox(
-            "Model", choices, key="model_choice",
-            help="\n".join(f"- **{c}**: {h}" for c, h in MODEL_HELP.items() if c in choices))
-        st.caption(MODEL_HELP[choice])
+            _("Model"), choices, key="model_choice", format_func=model_label,
+            help="\n".join(f"- **{model_label(c)}**: {_(h)}" for c, h in MODEL_HELP.items()
+                           if c in choices))
+        st.caption(_(MODEL_HELP[choice]))
         if choice == OTHER:
-            st.text_input("Hub id or local path", key="model_other", max_chars=model.MAX_SPEC,
-                          placeholder="e.g. gpt2, ./my-checkpoint, ~/models/tiny.gguf")
+            st.text_input(_("Hub id or local path"), key="model_other",
+                          max_chars=model.MAX_SPEC,
+                          placeholder=_("e.g. gpt2, ./my-checkpoint, ~/models/tiny.gguf"))
         if with_text:
             uploaded = st.session_state.get("upload") is not None
-            st.text_area("Text", DEFAULT_TEXT, key="text", height=100, disabled=uploaded,
-                         max_chars=limits().max_chars,
-                         help="Type or paste text (Ctrl+Enter to apply); it is tokenised as the "
-                              "model does. While a file is loaded, the file is analysed "
-                              "instead.")
-            st.file_uploader("…or upload a text file", type=["txt", "md"], key="upload",
+            st.text_area(_("Text"), **_initial("text", DEFAULT_TEXT), key="text", height=100,
+                         disabled=uploaded, max_chars=limits().max_chars,
+                         help=_("Type or paste text (Ctrl+Enter to apply); it is tokenised as "
+                                "the model does. While a file is loaded, the file is analysed "
+                                "instead."))
+            st.file_uploader(_("…or upload a text file"), type=["txt", "md"], key="upload",
                              max_upload_size=MAX_UPLOAD_MB,
-                             help="UTF-8, or GB18030/GBK as Chinese Windows saves it. While a "
-                                  "file is loaded it replaces the box above; remove it (×) to "
-                                  "type again.")
-            st.text_input("Target text (encoder-decoder models, optional)", key="target",
+                             help=_("UTF-8, or GB18030/GBK as Chinese Windows saves it. While a "
+                                    "file is loaded it replaces the box above; remove it (×) to "
+                                    "type again."))
+            st.text_input(_("Target text (encoder-decoder models, optional)"), key="target",
                           max_chars=limits().max_chars,
-                          placeholder="e.g. 猫 坐 在 垫子 上",
-                          help="The output the decoder is fed word by word (teacher forcing). "
-                               "Leave it empty to trace the model's own output. For "
-                               "own-translator: Chinese words separated by spaces.")
-        widgets.radio("Device", DEVICES, key="device", horizontal=True,
-                      help="auto runs on CUDA when this machine has a GPU, else on the CPU.")
+                          placeholder=_("e.g. 猫 坐 在 垫子 上"),
+                          help=_("The output the decoder is fed word by word (teacher forcing). "
+                                 "Leave it empty to trace the model's own output. For "
+                                 "own-translator: Chinese words separated by spaces."))
+        widgets.radio(_("Device"), DEVICES, key="device", horizontal=True,
+                      help=_("auto runs on CUDA when this machine has a GPU, else on the CPU."))
+
+
+def _initial(key: str, value) -> dict:
+    """A widget's default, given only while session state (a link, an earlier run) holds no
+    value for it: Streamlit warns when a widget gets both."""
+    return {} if key in st.session_state else {"value": value}
+
+
+def model_label(choice: str) -> str:
+    """How the model menu names a choice (the bundled names stay as they are)."""
+    return _("other…") if choice == OTHER else choice
 
 
 def settings() -> tuple[str, str]:
@@ -117,7 +166,7 @@ def settings() -> tuple[str, str]:
     return spec, st.session_state.get("device", "auto")
 
 
-def decode_upload(data: bytes, name: str = "the file") -> tuple[str, str]:
+def decode_upload(data: bytes, name: str | None = None) -> tuple[str, str]:
     """Text of an uploaded file and the encoding it was read in: UTF-8 (a byte-order mark is
     dropped), else GB18030 (which covers GBK and GB2312, common for Chinese text saved on
     Windows), else a clear error."""
@@ -128,8 +177,9 @@ def decode_upload(data: bytes, name: str = "the file") -> tuple[str, str]:
     try:
         return data.decode("gb18030"), "GB18030"
     except UnicodeDecodeError:
-        raise ValueError(f"{name} is neither UTF-8 nor GB18030/GBK text (byte {position} cannot "
-                         f"be read); save it as UTF-8 and upload it again") from None
+        raise ValueError(_("{name} is neither UTF-8 nor GB18030/GBK text (byte {position} "
+                           "cannot be read); save it as UTF-8 and upload it again").format(
+            name=name or _("the file"), position=position)) from None
 
 
 def current_text(max_chars: int | None = None) -> tuple[str, str | None]:
@@ -144,23 +194,25 @@ def current_text(max_chars: int | None = None) -> tuple[str, str | None]:
         text, encoding = decode_upload(upload.getvalue(), upload.name)
     else:
         text, encoding = str(st.session_state.get("text", DEFAULT_TEXT)), None
-    return within(text, max_chars, "the file" if upload is not None else "the text"), encoding
+    what = _("the file") if upload is not None else _("the text")
+    return within(text, max_chars, what), encoding
 
 
 def within(text: str, max_chars: int | None, what: str) -> str:
     """``text``, refused (``ValueError``) when longer than ``max_chars``."""
     if max_chars is not None and len(text) > max_chars:
-        raise ValueError(f"{what} has {len(text):,} characters; this server reads at most "
-                         f"{max_chars:,}. Shorten it.")
+        raise ValueError(_("{what} has {count:,} characters; this server reads at most "
+                           "{limit:,}. Shorten it.").format(what=what, count=len(text),
+                                                          limit=max_chars))
     return text
 
 
 # Where to go when a model has no token for part of a text.
-READS_ANY_SCRIPT = ("smollm2 reads any language and script, byte by byte (Chinese included): "
-                    "choose it in the sidebar.")
+READS_ANY_SCRIPT = N_("smollm2 reads any language and script, byte by byte (Chinese "
+                       "included): choose it in the sidebar.")
 # What the own models with a fixed vocabulary read, for messages about unknown words.
-READS = {"own-translator": ("English words", "The cat sat on the mat",
-                            "Chinese words separated by spaces", "猫 坐 在 垫子 上")}
+READS = {"own-translator": (N_("English words"), "The cat sat on the mat",
+                            N_("Chinese words separated by spaces"), "猫 坐 在 垫子 上")}
 
 
 def describe_error(spec: str, vocabulary_above: bool = False) -> Callable[[ValueError], str]:
@@ -177,17 +229,22 @@ def describe_error(spec: str, vocabulary_above: bool = False) -> Callable[[Value
             return str(error)
         words = listed(error.words, lambda word: f"“{word}”")
         source, source_example, target, target_example = READS.get(
-            spec, ("words of its vocabulary", "", "words of its vocabulary", ""))
+            spec, (N_("words of its vocabulary"), "", N_("words of its vocabulary"), ""))
+        source, target = _(source), _(target)
         if error.side == "target":
-            return (f"The target text holds words {spec} does not know: {words}. It writes "
-                    f"{target}, for example “{target_example}”. Nothing was dropped.")
-        example = f", for example “{source_example}”" if source_example else ""
+            return _("The target text holds words {model} does not know: {words}. It writes "
+                     "{target}, for example “{example}”. Nothing was dropped.").format(
+                model=spec, words=words, target=target, example=target_example)
+        if source_example:
+            source = _("{what}, for example “{example}”").format(what=source,
+                                                                 example=source_example)
         if vocabulary_above:
-            return (f"{spec} does not know: {words}. Nothing was dropped: replace them with "
-                    f"words from the vocabulary above (it reads {source}{example}).")
-        return (f"{spec} does not know: {words}. It reads {source}{example}; the Translate "
-                f"page lists its vocabulary. Nothing was dropped. For any text, choose minilm "
-                f"or smollm2 in the sidebar.")
+            return _("{model} does not know: {words}. Nothing was dropped: replace them with "
+                     "words from the vocabulary above (it reads {source}).").format(
+                model=spec, words=words, source=source)
+        return _("{model} does not know: {words}. It reads {source}; the Translate page lists "
+                 "its vocabulary. Nothing was dropped. For any text, choose minilm or smollm2 "
+                 "in the sidebar.").format(model=spec, words=words, source=source)
 
     return describe
 
@@ -199,15 +256,18 @@ def show_token_notes(run: Run) -> None:
         spec = run.key.spec
         if note.kind == "unknown":
             st.warning(literal(
-                f"{note.count} of {note.total} tokens are [UNK]: {spec} has no token for "
-                f"{examples or 'part of the text'}. Attention to an [UNK] says nothing about the "
-                f"text it replaced; this model's vocabulary does not cover it (it may have been "
-                f"trained on another language or script). {READS_ANY_SCRIPT}"))
+                _("{count} of {total} tokens are [UNK]: {model} has no token for {examples}. "
+                  "Attention to an [UNK] says nothing about the text it replaced; this model's "
+                  "vocabulary does not cover it (it may have been trained on another language "
+                  "or script).").format(count=note.count, total=note.total, model=spec,
+                                        examples=examples or _("part of the text"))
+                + " " + _(READS_ANY_SCRIPT)))
         else:
             st.info(literal(
-                f"{note.count} characters ({examples}) are split over several tokens, labelled "
-                f"like {note.label}: {spec} reads them as bytes, so one character's attention is "
-                f"spread over its pieces."))
+                _("{count} characters ({examples}) are split over several tokens, labelled like "
+                  "{label}: {model} reads them as bytes, so one character's attention is spread "
+                  "over its pieces.").format(count=note.count, examples=examples,
+                                             label=note.label, model=spec)))
 
 
 class RunKey(NamedTuple):
@@ -247,17 +307,19 @@ def explained_errors(prefix: str = "", describe: Callable[[ValueError], str] = s
 def random_weights_note(spec: str) -> None:
     """Say so on the page when ``spec`` has random weights."""
     if spec in RANDOM_WEIGHTS:
-        st.info(f"{spec} has random weights: it was never trained, so its attention shows "
-                f"positions and repeated words, not meaning. own-translator, minilm and smollm2 "
-                f"are trained.", icon="🎲")
+        st.info(_("{model} has random weights: it was never trained, so its attention shows "
+                  "positions and repeated words, not meaning. own-translator, minilm and "
+                  "smollm2 are trained.").format(model=spec), icon="🎲")
 
 
 def state_limits(loaded: LoadedModel, bounds) -> None:
     """Say in the sidebar how long a text this server traces with ``loaded``, before it runs."""
     budget = token_budget(loaded, bounds.request_bytes)
-    st.sidebar.caption(f"Here {literal(loaded.name)} on {loaded.device} reads texts of up to "
-                       f"{budget:,} tokens and {bounds.max_chars:,} characters; head statistics, "
-                       f"model view and rollout up to {bounds.analysis_tokens:,} tokens.")
+    st.sidebar.caption(_("Here {model} on {device} reads texts of up to {tokens:,} tokens and "
+                         "{chars:,} characters; head statistics, model view and rollout up to "
+                         "{analysis:,} tokens.").format(
+        model=literal(loaded.name), device=loaded.device, tokens=budget, chars=bounds.max_chars,
+        analysis=bounds.analysis_tokens))
 
 
 def load_run() -> Run:
@@ -269,22 +331,23 @@ def load_run() -> Run:
     with explained_errors():
         text, encoding = current_text(bounds.max_chars)
         target = within(str(st.session_state.get("target", "")).strip(), bounds.max_chars,
-                        "the target text") or None
+                        _("the target text")) or None
     upload = st.session_state.get("upload")
     if upload is not None:
-        note = (" Read as GB18030 (GBK), the usual encoding of Chinese text on Windows; if the "
-                "characters look wrong, save the file as UTF-8." if encoding == "GB18030" else "")
-        st.caption(f"Analysing the uploaded file {literal(upload.name)} ({len(text):,} "
-                   f"characters).{note}")
+        note = (" " + _("Read as GB18030 (GBK), the usual encoding of Chinese text on Windows; "
+                        "if the characters look wrong, save the file as UTF-8.")
+                if encoding == "GB18030" else "")
+        st.caption(_("Analysing the uploaded file {name} ({count:,} characters).").format(
+            name=literal(upload.name), count=len(text)) + note)
     if not spec:
-        st.info("Type a Hugging Face hub id or a local checkpoint path in the sidebar.")
+        st.info(_("Type a Hugging Face hub id or a local checkpoint path in the sidebar."))
         st.stop()
-    with explained_errors(f"Could not load {spec[:80]}: "):
+    with explained_errors(_("Could not load {model}: ").format(model=spec[:80])):
         loaded = get_model(spec, device)
     state_limits(loaded, bounds)
     random_weights_note(spec)
     if not text.strip():
-        st.info("Type some text in the sidebar to see its attention.")
+        st.info(_("Type some text in the sidebar to see its attention."))
         st.stop()
     if loaded.family is not Family.ENCODER_DECODER:
         target = None
@@ -293,10 +356,11 @@ def load_run() -> Run:
         run = Run(key, loaded, get_trace(*key))
     st.session_state[EXPORT_CONTEXT] = (spec.rsplit("/", 1)[-1], " ".join(text.split()[:6]))
     st.sidebar.download_button(
-        "This trace (.npz)", data=lambda: trace_bytes(run.trace),
+        _("This trace (.npz)"), data=lambda: trace_bytes(run.trace),
         file_name=f"{export_name('trace')}.npz", mime="application/octet-stream",
         key="trace_npz", on_click="ignore", icon=":material/download:",
-        help="Every attention weight of this run in the export format (numpy.load reads it).")
+        help=_("Every attention weight of this run in the export format (numpy.load reads "
+               "it)."))
     show_token_notes(run)
     return run
 
@@ -341,8 +405,19 @@ def export_files(figure, stem: str, table: Callable[[], bytes] | None = None
             f"{stem}.csv": table or (lambda: export.figure_table(as_figure()))}
 
 
+def shown_figure(figure, share: float = 1.0):
+    """``figure`` as this session shows it: in the chosen palette, and restyled for a
+    projector in presentation mode (``share``: the part of the page's width the chart gets)."""
+    palette = st.session_state.get("palette", "default")
+    if palette in present.PALETTES and palette != "default":
+        figure = present.with_palette(figure, palette)
+    if presenting():
+        figure = present.for_projector(figure, width_px=present.PLOT_WIDTH_PX * share)
+    return figure
+
+
 def chart(figure, *, key: str, container=st, name: tuple = (),
-          table: Callable[[], bytes] | None = None, **kwargs):
+          table: Callable[[], bytes] | None = None, share: float = 1.0, **kwargs):
     """``st.plotly_chart`` with the app's toolbar and an Export menu (PNG, SVG, PDF rendered on
     the server, offline HTML, CSV); returns the selection state when asked.
 
@@ -351,15 +426,18 @@ def chart(figure, *, key: str, container=st, name: tuple = (),
             kind, layer, head); default the chart's key.
         table: makes the CSV of what the chart shows, when the page has it exactly (else it
             is read from the figure); called only when the CSV is downloaded.
+        share: the part of the page's width the chart gets (½ in one of two columns), for
+            fitting its labels in presentation mode.
     """
+    figure = shown_figure(figure, share)
     stem = export_name(*(name or (key,)))
     config = {**CHART_CONFIG, "toImageButtonOptions": {
         "format": "png", "scale": export.IMAGE_SCALE, "filename": stem}}
     event = container.plotly_chart(figure, key=key, config=config, **kwargs)
     files = export_files(figure, stem, table)
     st.session_state.setdefault(FIGURES, {}).update(files)
-    with container.popover("Export", icon=":material/download:"):
-        st.caption("Rendered on the server at 3× for PNG; HTML works offline.")
+    with container.popover(_("Export"), icon=":material/download:"):
+        st.caption(_("Rendered on the server at 3× for PNG; HTML works offline."))
         for label, (extension, mime) in EXPORTS.items():
             st.download_button(label, data=files[f"{stem}.{extension}"],
                                file_name=f"{stem}.{extension}", mime=mime,
@@ -372,7 +450,7 @@ def page_downloads() -> None:
     files = st.session_state.get(FIGURES) or {}
     if files:
         st.sidebar.download_button(
-            f"All {len(files) // len(EXPORTS)} figures of this page (ZIP)",
+            _("All {count} figures of this page (ZIP)").format(count=len(files) // len(EXPORTS)),
             data=lambda: export.bundle({name: make() for name, make in files.items()}),
             file_name=f"{export_name('figures')}.zip", mime="application/zip",
             key="page_zip", on_click="ignore", icon=":material/folder_zip:")
@@ -381,8 +459,8 @@ def page_downloads() -> None:
 def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:
     """A select box of the trace's attention kinds."""
     kinds = kinds or trace.names
-    return widgets.selectbox("Attention", kinds, key=key, container=container,
-                             format_func=lambda n: f"{n} · {KIND_LABELS[n]}")
+    return widgets.selectbox(_("Attention"), kinds, key=key, container=container,
+                             format_func=lambda n: f"{n} · {_(KIND_LABELS[n])}")
 
 
 def open_head(name: str, layer: int, head: int) -> None:
@@ -395,7 +473,8 @@ def window_selector(n_tokens: int, limit: int, key: str) -> tuple[int, int]:
     """A token window ``(start, stop)`` of at most ``limit`` tokens for long inputs."""
     if n_tokens <= limit:
         return 0, n_tokens
-    start = widgets.slider(f"Window start (the input has {n_tokens} tokens; {limit} are shown)",
+    start = widgets.slider(_("Window start (the input has {count} tokens; {limit} are "
+                             "shown)").format(count=n_tokens, limit=limit),
                            0, n_tokens - limit, 0, key=key)
     return start, start + limit
 
@@ -408,3 +487,25 @@ def bounded_analysis(run: Run, name: str, what: str) -> None:
     with explained_errors():
         check_analysis(max(run.trace.axes(name)[0].size, run.trace.axes(name)[1].size),
                        limits().analysis_tokens, what)
+
+
+def stepper(label: str, n_steps: int, *, key: str, default: int, container=st,
+            help: str | None = None) -> int:
+    """A step ``1..n_steps`` chosen with previous/next buttons beside a slider, for showing a
+    view one step at a time in class; returns the step."""
+
+    def move(by: int) -> None:
+        st.session_state[key] = min(max(int(st.session_state.get(key, default)) + by, 1),
+                                    n_steps)
+
+    if n_steps < 2:  # a slider needs two ends
+        st.session_state[key] = 1
+        return 1
+    back, middle, forward = container.columns([1, 8, 1], vertical_alignment="bottom")
+    step = widgets.slider(label, 1, n_steps, default, key=key, container=middle, help=help)
+    back.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
+                disabled=step <= 1, help=_("Previous step"), use_container_width=True)
+    forward.button("", icon=":material/arrow_forward:", key=f"{key}_next", on_click=move,
+                   args=(1,), disabled=step >= n_steps, help=_("Next step"),
+                   use_container_width=True)
+    return step

@@ -1,8 +1,12 @@
-"""The app's pages, in navigation order, each declaring whether it reads the sidebar's text."""
+"""The app's pages, in navigation order, each declaring whether it reads the sidebar's text and
+which of its widgets a link carries."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from i18n import N_
 
 
 @dataclass(frozen=True)
@@ -11,10 +15,13 @@ class PageSpec:
 
     Args:
         path: the page's script, relative to the app's folder.
-        title, icon: as shown in the navigation.
-        group: the navigation section.
+        title, icon: as shown in the navigation (the title in English, translated when shown).
+        group: the navigation section (in English, translated when shown).
         reads_text: the page analyses the sidebar's shared text (else the sidebar hides it).
         default: the page a bare URL opens.
+        link: what a link to the page carries besides the sidebar's settings: ``(URL
+            parameter, session-state key of the widget, type)`` for each widget, the type
+            turning the URL's text into the widget's value (``int``, ``str``, ...).
     """
 
     path: str
@@ -23,20 +30,49 @@ class PageSpec:
     group: str
     reads_text: bool = True
     default: bool = False
+    link: tuple[tuple[str, str, Callable[[str], object]], ...] = ()
+
+    @property
+    def url_path(self) -> str:
+        """The page's path in the URL, as Streamlit names it after the script ("" for the
+        default page)."""
+        return "" if self.default else self.path.rsplit("/", 1)[-1].removesuffix(".py")
 
 
-START = "Start"
-LOOK = "Look at attention"
-PARTS = "Understand the parts"
+START = N_("Start")
+LOOK = N_("Look at attention")
+PARTS = N_("Understand the parts")
+
+
+def int_or_text(value: str) -> int | str:
+    """A link's value that is a number or a word (Translate's heads: 3 or "average")."""
+    return int(value) if value.strip().lstrip("-").isdigit() else value
+
+
+def _widgets(kind: str = "", layer: str = "", head: str = "", step: str = ""
+             ) -> tuple[tuple[str, str, Callable[[str], object]], ...]:
+    """A page's link: the session keys of its kind, layer, head and step widgets."""
+    return tuple((param, key, kind_) for param, key, kind_ in (
+        ("kind", kind, str), ("layer", layer, int), ("head", head, int), ("step", step, int))
+        if key)
+
+
 PAGES = (
-    PageSpec("app_pages/start.py", "Start here", "👋", START, reads_text=False, default=True),
-    PageSpec("app_pages/translate.py", "Translate", "🈯", START, reads_text=False),
-    PageSpec("app_pages/explore.py", "Explore", "🔍", START),
-    PageSpec("app_pages/model_view.py", "Model view", "🧱", LOOK),
-    PageSpec("app_pages/head_view.py", "Head view", "🔗", LOOK),
-    PageSpec("app_pages/mask.py", "Causal mask", "🎭", LOOK),
-    PageSpec("app_pages/rollout.py", "Rollout", "🌊", LOOK),
-    PageSpec("app_pages/stats.py", "Head statistics", "📊", LOOK),
-    PageSpec("app_pages/positions.py", "Positions", "🕰️", PARTS, reads_text=False),
-    PageSpec("app_pages/shapes.py", "Shapes and costs", "📐", PARTS),
+    PageSpec("app_pages/start.py", N_("Start here"), "👋", START, reads_text=False,
+             default=True),
+    PageSpec("app_pages/translate.py", N_("Translate"), "🈯", START, reads_text=False,
+             link=(("sentence", "translate_text", str),
+                   *_widgets(layer="dec_layer", step="step"), ("head", "dec_head", int_or_text))),
+    PageSpec("app_pages/explore.py", N_("Explore"), "🔍", START,
+             link=_widgets("kind", "layer", "head")),
+    PageSpec("app_pages/model_view.py", N_("Model view"), "🧱", LOOK, link=_widgets("mv_kind")),
+    PageSpec("app_pages/head_view.py", N_("Head view"), "🔗", LOOK,
+             link=_widgets("hv_kind", "hv_layer")),
+    PageSpec("app_pages/mask.py", N_("Causal mask"), "🎭", LOOK,
+             link=_widgets("mask_kind", "mask_layer", "mask_head", "mask_step")),
+    PageSpec("app_pages/rollout.py", N_("Rollout"), "🌊", LOOK,
+             link=_widgets("ro_kind", "ro_layer")),
+    PageSpec("app_pages/stats.py", N_("Head statistics"), "📊", LOOK, link=_widgets("st_kind")),
+    PageSpec("app_pages/positions.py", N_("Positions"), "🕰️", PARTS, reads_text=False),
+    PageSpec("app_pages/shapes.py", N_("Shapes and costs"), "📐", PARTS),
 )

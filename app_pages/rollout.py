@@ -8,37 +8,40 @@ import viz
 from app_pages import widgets
 from app_pages.cache import get_rollout
 from app_pages.common import bounded_analysis, chart, kind_selector, load_run
+from i18n import N_, _
 from model.analysis.rollout import SINK_SHARE, rollout_view
 from model.analysis.views import query_rows
 
-st.title("Attention rollout")
-st.warning("Attention weights show where a model looked, not why it decided: rollout is a "
-           "rough picture of information flow, not an explanation.")
+st.title(_("Attention rollout"))
+st.warning(_("Attention weights show where a model looked, not why it decided: rollout is a "
+             "rough picture of information flow, not an explanation."))
 run = load_run()
 trace = run.trace
 kinds = [n for n in trace.names if n.endswith(".self")]
 name = kind_selector(trace, key="ro_kind", kinds=kinds)
-bounded_analysis(run, name, "Rollout")
+bounded_analysis(run, name, _("Rollout"))
 flows = get_rollout(run, name)
-layer = widgets.slider("Through layer", 0, len(flows) - 1, len(flows) - 1, key="ro_layer")
+layer = widgets.slider(_("Through layer"), 0, len(flows) - 1, len(flows) - 1, key="ro_layer")
 rows = query_rows(trace, name)
+FIRST_TOKEN = {"auto": N_("auto"), "keep": N_("keep"), "leave out": N_("leave out")}
 first = widgets.radio(
-    "First token", ["auto", "keep", "leave out"], key="ro_first", horizontal=True,
-    help=f"Many models park most attention on the first token (an 'attention sink'), which "
-         f"hides the rest. Automatic leaves its column out when it holds more than "
-         f"{SINK_SHARE:.0%} of the weight.")
+    _("First token"), list(FIRST_TOKEN), key="ro_first", horizontal=True,
+    format_func=lambda choice: _(FIRST_TOKEN[choice]),
+    help=_("Many models park most attention on the first token (an 'attention sink'), which "
+           "hides the rest. Automatic leaves its column out when it holds more than "
+           "{share:.0%} of the weight.").format(share=SINK_SHARE))
 view = rollout_view(flows[layer], trace.mask(name, 0), trace.axes(name)[1],
                     trace.special(name)[1], first=first)
-title = f"Rollout of {name} through layers 0–{layer}"
+title = _("Rollout of {name} through layers 0–{layer}").format(name=name, layer=layer)
 if view.left_out:
-    title += (f"<br><sup>first token left out (it held {view.sink_share:.0%} of the weight); "
-              f"each row rescaled to sum to 1</sup>")
+    title += "<br><sup>" + _("first token left out (it held {share:.0%} of the weight); each "
+                             "row rescaled to sum to 1").format(share=view.sink_share) + "</sup>"
 if view.zmax < 1:
-    title += (f"<br><sup>colours fitted: the darkest cell off the diagonal is "
-              f"{view.zmax:.3f}</sup>")
+    title += "<br><sup>" + _("colours fitted: the darkest cell off the diagonal is "
+                             "{zmax:.3f}").format(zmax=view.zmax) + "</sup>"
 chart(viz.attention_heatmap(
     view.flow, rows.labels, view.key_tokens, allowed=view.allowed, query_hover=rows.hover,
     y_title=rows.title, special=(rows.special, view.key_special), title=title, zmax=view.zmax),
     key="rollout")
-st.caption("Per layer: average the heads, add the identity for the residual connection, "
-           "renormalise each row, multiply with the layers below.")
+st.caption(_("Per layer: average the heads, add the identity for the residual connection, "
+             "renormalise each row, multiply with the layers below."))

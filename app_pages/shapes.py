@@ -7,7 +7,12 @@ import streamlit as st
 
 import viz
 from app_pages.common import chart, literal, load_run
+from i18n import N_, _
 from model.analysis.costs import attention_costs, longest_axis, parameter_split, stage_shapes
+
+# The parts of ``parameter_split``, as the page names them.
+PARTS = {"attention": N_("attention"), "ffn": N_("ffn"), "embeddings": N_("embeddings"),
+         "other": N_("other")}
 
 
 def _size(n_bytes: float) -> str:
@@ -18,36 +23,40 @@ def _size(n_bytes: float) -> str:
     return ""
 
 
-st.title("Shapes and costs")
+st.title(_("Shapes and costs"))
 run = load_run()
 trace, d = run.trace, run.model.dims
-st.markdown(f"**{literal(trace.model)}**: d_model {d.d_model}, {d.n_heads} heads of d_head "
-            f"{d.d_head}, {d.n_kv_heads} key/value heads, FFN {d.d_ff}.")
-st.subheader("Tensor shapes of this run (lesson §3.5, following the shapes)")
-st.dataframe(pd.DataFrame(stage_shapes(d, trace), columns=["stage", "shape", "note"]),
+st.markdown(_("**{model}**: d_model {d_model}, {n_heads} heads of d_head {d_head}, "
+              "{n_kv_heads} key/value heads, FFN {d_ff}.").format(
+    model=literal(trace.model), d_model=d.d_model, n_heads=d.n_heads, d_head=d.d_head,
+    n_kv_heads=d.n_kv_heads, d_ff=d.d_ff))
+st.subheader(_("Tensor shapes of this run (lesson §3.5, following the shapes)"))
+st.dataframe(pd.DataFrame(stage_shapes(d, trace), columns=[_("stage"), _("shape"), _("note")]),
              hide_index=True)
 
-st.subheader("Parameters")
+st.subheader(_("Parameters"))
 split = parameter_split(run.model)
 cols = st.columns(4)
-for col, key in zip(cols, ("attention", "ffn", "embeddings", "other")):
-    col.metric(key, f"{split[key] / 1e6:.2f} M", f"{split[key] / split['total']:.0%} of all",
+for col, key in zip(cols, PARTS):
+    col.metric(_(PARTS[key]), f"{split[key] / 1e6:.2f} M",
+               _("{share:.0%} of all").format(share=split[key] / split["total"]),
                delta_color="off", delta_arrow="off")
-st.caption("Lesson §3.5, following the shapes: the FFN holds about 2/3 of a layer's parameters; "
-           "attention routes, the FFN stores.")
+st.caption(_("Lesson §3.5, following the shapes: the FFN holds about 2/3 of a layer's "
+             "parameters; attention routes, the FFN stores."))
 
-st.subheader("Memory for this input")
+st.subheader(_("Memory for this input"))
 costs = attention_costs(d, trace)
 c1, c2, c3 = st.columns(3)
-c1.metric("attention weights, all layers and heads", _size(costs["attention_bytes"]),
-          f"{costs['attention_values']:,} values", delta_color="off", delta_arrow="off")
-c2.metric("KV cache for generation", _size(costs["kv_cache_bytes"]))
-c3.metric("KV cache without GQA", _size(costs["kv_cache_bytes_without_gqa"]))
-st.caption("Doubling the text quadruples the attention weights (O(n²); lesson §3.8, the cost "
-           "of attention); grouped-query attention divides the KV cache by the number of query "
-           "heads per K/V head.")
+c1.metric(_("attention weights, all layers and heads"), _size(costs["attention_bytes"]),
+          _("{count:,} values").format(count=costs["attention_values"]), delta_color="off",
+          delta_arrow="off")
+c2.metric(_("KV cache for generation"), _size(costs["kv_cache_bytes"]))
+c3.metric(_("KV cache without GQA"), _size(costs["kv_cache_bytes_without_gqa"]))
+st.caption(_("Doubling the text quadruples the attention weights (O(n²); lesson §3.8, the cost "
+             "of attention); grouped-query attention divides the KV cache by the number of "
+             "query heads per K/V head."))
 
-st.subheader("Complexity (lesson §4.8, attention against a recurrent layer)")
+st.subheader(_("Complexity (lesson §4.8, attention against a recurrent layer)"))
 chart(viz.complexity_curves(d.d_model, longest_axis(trace)), key="complexity")
-st.caption("Self-attention costs n²·d per layer, a recurrent layer n·d²: while the text is "
-           "shorter than the model is wide, attention does less work.")
+st.caption(_("Self-attention costs n²·d per layer, a recurrent layer n·d²: while the text is "
+             "shorter than the model is wide, attention does less work."))

@@ -7,41 +7,42 @@ import streamlit as st
 import viz
 from app_pages.cache import get_trace
 from app_pages.common import chart, explained_errors, settings
+from i18n import _
 from model.analysis.views import generation_step, written_words
 
 SPEC, SENTENCE = "own-translator", "The cat sat on the mat"
 
-st.title("Attention Explorer")
-st.markdown(
+st.title(_("Attention Explorer"))
+st.markdown(_(
     "When a Transformer reads **The cat sat on the mat**, every word looks at the other words "
     "and decides how much of each to take in: that is **attention**. In a heatmap, each row is "
     "one word looking (the *query*), each column a word it may look at (the *key*), and a "
     "row's colours add up to 1. A model has several *heads* per layer, each looking in its own "
-    "way, and several layers on top of each other.")
+    "way, and several layers on top of each other."))
 
-st.subheader("Try it")
+st.subheader(_("Try it"))
 c1, c2, c3 = st.columns(3)
 with c1:
-    st.page_link("app_pages/translate.py", label="Watch a translation", icon="🈯")
-    st.caption("The lesson's small translator writes 猫 坐 在 垫子 上 one word at a time; step "
-               "through what it looks at while choosing each word.")
+    st.page_link("app_pages/translate.py", label=_("Watch a translation"), icon="🈯")
+    st.caption(_("The lesson's small translator writes 猫 坐 在 垫子 上 one word at a time; "
+                 "step through what it looks at while choosing each word."))
 with c2:
-    st.page_link("app_pages/explore.py", label="Explore one head", icon="🔍")
-    st.caption("Any model, any text: pick a layer and a head and see its heatmap, and every "
-               "head of the layer beside it.")
+    st.page_link("app_pages/explore.py", label=_("Explore one head"), icon="🔍")
+    st.caption(_("Any model, any text: pick a layer and a head and see its heatmap, and every "
+                 "head of the layer beside it."))
 with c3:
-    st.page_link("app_pages/mask.py", label="See the causal mask", icon="🎭")
-    st.caption("Why a decoder may not look ahead: the scores, the mask, −∞, then softmax.")
-st.markdown(
+    st.page_link("app_pages/mask.py", label=_("See the causal mask"), icon="🎭")
+    st.caption(_("Why a decoder may not look ahead: the scores, the mask, −∞, then softmax."))
+st.markdown(_(
     "On **Explore** and the pages below it, type your own sentence in the sidebar's **Text** "
     "box (Ctrl+Enter applies it) and choose a **Model**: own-translator knows a small English "
     "vocabulary; minilm and smollm2 are pretrained and read any text; own-random has the "
     "lesson's full size but random weights. Section numbers such as §3.4 refer to the lesson "
-    "this app follows.")
+    "this app follows."))
 
-st.subheader("The lesson's sentence, translated")
-_, device = settings()
-with explained_errors(f"Could not load {SPEC}: "):
+st.subheader(_("The lesson's sentence, translated"))
+_spec, device = settings()
+with explained_errors(_("Could not load {model}: ").format(model=SPEC)):
     trace = get_trace(SPEC, device, SENTENCE)
 last = trace.layers("decoder.cross") - 1
 written = written_words(trace)
@@ -50,8 +51,9 @@ step = generation_step(trace, written.index("垫子") + 1 if "垫子" in written
                        last)
 chart(viz.attention_heatmap(
     step.alignment, step.rows.labels, step.source_tokens, query_hover=step.rows.hover,
-    special=(step.rows.special, ()), x_title="English word", y_title=step.rows.title,
-    title="Which English word each Chinese word looked at (cross-attention, last layer)"),
+    special=(step.rows.special, ()), x_title=_("English word"), y_title=step.rows.title,
+    title=_("Which English word each Chinese word looked at (cross-attention, last layer)")),
     key="start_alignment")
-st.caption(f"While writing {step.chosen}, the decoder looks at "
-           f"“{step.source_tokens[step.cross_peak]}”. The Translate page shows every step.")
+st.caption(_("While writing {word}, the decoder looks at “{source}”. The Translate page shows "
+             "every step.").format(word=step.chosen,
+                                   source=step.source_tokens[step.cross_peak]))

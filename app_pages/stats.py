@@ -10,6 +10,7 @@ from app_pages import widgets
 from app_pages.cache import get_head_stats
 from app_pages.common import bounded_analysis, chart, kind_selector, load_run, open_head
 from app_pages.events import selected_head
+from i18n import N_, _
 from model.analysis.statistics import (
     STATS,
     aggregate,
@@ -19,56 +20,69 @@ from model.analysis.statistics import (
 )
 from model.analysis.views import boundary_label, query_rows, sentence_split
 
-st.title("Head statistics")
+# The metrics' names as shown (the keys of STATS, which name the values in the code).
+METRIC_NAMES = {"entropy": N_("entropy"), "distance": N_("distance"),
+                "first_token": N_("first_token"), "previous_token": N_("previous_token"),
+                "self": N_("self")}
+
+
+def metric_name(metric: str) -> str:
+    """A metric's name in the current language."""
+    return _(METRIC_NAMES[metric]) if metric in METRIC_NAMES else metric
+
+
+st.title(_("Head statistics"))
 run = load_run()
 trace = run.trace
 name = kind_selector(trace, key="st_kind")
-bounded_analysis(run, name, "Head statistics")
+bounded_analysis(run, name, _("Head statistics"))
 stats = get_head_stats(run, name)
 metrics = defined_metrics(stats)
-metric = widgets.selectbox("Metric", metrics, key="st_metric")
-event = chart(viz.stats_heatmap(stats[metric], metric, STATS[metric]),
-                        key="stats_heatmap", on_select="rerun", selection_mode="points")
+metric = widgets.selectbox(_("Metric"), metrics, key="st_metric", format_func=metric_name)
+event = chart(viz.stats_heatmap(stats[metric], metric_name(metric), _(STATS[metric])),
+              key="stats_heatmap", on_select="rerun", selection_mode="points")
 chosen = selected_head(event)
 if chosen is not None:
     open_head(name, *chosen)
 
 table = pd.DataFrame(stats_table(stats, metrics))
-st.caption("Sort by clicking a column; select a row to open that head.")
-selection = st.dataframe(table, key="stats_table", on_select="rerun", selection_mode="single-row",
+st.caption(_("Sort by clicking a column; select a row to open that head."))
+shown = table.rename(columns={"layer": _("layer"), "head": _("head"),
+                              **{m: metric_name(m) for m in metrics}})
+selection = st.dataframe(shown, key="stats_table", on_select="rerun", selection_mode="single-row",
                          hide_index=True, height=300)
 if selection and selection.selection.rows:
     row = table.iloc[selection.selection.rows[0]]
     open_head(name, int(row["layer"]), int(row["head"]))
 
-st.header("Aggregate and spans")
+st.header(_("Aggregate and spans"))
 c1, c2 = st.columns(2)
-layers = widgets.multiselect("Layers", range(trace.layers(name)),
+layers = widgets.multiselect(_("Layers"), range(trace.layers(name)),
                              default=[trace.layers(name) - 1], key="agg_layers", container=c1)
-heads = widgets.multiselect("Heads", range(trace.n_heads), default=list(range(trace.n_heads)),
+heads = widgets.multiselect(_("Heads"), range(trace.n_heads), default=list(range(trace.n_heads)),
                             key="agg_heads", container=c2)
 if not layers or not heads:
-    st.info("Choose at least one layer and one head.")
+    st.info(_("Choose at least one layer and one head."))
     st.stop()
 mean = aggregate(trace, name, layers, heads)
 rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
 q_tokens = rows.labels
 chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.mask(name),
-                                      query_hover=rows.hover, y_title=rows.title,
-                                      title="Weights averaged over the chosen layers and heads"),
-                key="aggregate")
+                            query_hover=rows.hover, y_title=rows.title,
+                            title=_("Weights averaged over the chosen layers and heads")),
+      key="aggregate")
 c3, c4 = st.columns(2)
 q_cut = sentence_split(q_tokens, rows.special)
 k_cut = sentence_split(k_tokens, trace.special(name)[1])
 qa, qb = widgets.select_slider(
-    "Query span (e.g. sentence B)", range(len(q_tokens) + 1), (q_cut, len(q_tokens)),
+    _("Query span (e.g. sentence B)"), range(len(q_tokens) + 1), (q_cut, len(q_tokens)),
     key="span_q", container=c3, format_func=lambda i: boundary_label(q_tokens, i),
-    help="From the first token of the span up to (not including) the last boundary.")
+    help=_("From the first token of the span up to (not including) the last boundary."))
 ka, kb = widgets.select_slider(
-    "Key span (e.g. sentence A)", range(len(k_tokens) + 1), (0, k_cut), key="span_k",
+    _("Key span (e.g. sentence A)"), range(len(k_tokens) + 1), (0, k_cut), key="span_k",
     container=c4, format_func=lambda i: boundary_label(k_tokens, i))
 if qb > qa and kb > ka:
     block, mass = span_attention(mean, (qa, qb), (ka, kb))
-    st.metric("Share of the query span's attention on the key span", f"{mass:.1%}")
+    st.metric(_("Share of the query span's attention on the key span"), f"{mass:.1%}")
     chart(viz.attention_heatmap(block, q_tokens[qa:qb], k_tokens[ka:kb],
-                                          title="Query span → key span"), key="span")
+                                title=_("Query span → key span")), key="span")

@@ -7,6 +7,9 @@ default, the values still offered, or the nearest end of a range). Writing it th
 state, rather than forgetting it, makes Streamlit send the new value to the browser, which would
 otherwise keep showing the old one. A widget whose key is in session state is drawn without a
 default of its own, so that the state is its only value.
+
+A value that came from a link (:mod:`app_pages.links`) and is replaced is said on the page:
+the link asked for something this model or text does not have.
 """
 
 from __future__ import annotations
@@ -14,6 +17,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import streamlit as st
+
+from i18n import _
+
+LINKED = "_linked"  # keys whose values came from a link and have not been drawn yet
+
+
+def from_link(key: str) -> None:
+    """Mark ``key``'s value as read from a link: replacing it will be said on the page."""
+    st.session_state.setdefault(LINKED, set()).add(key)
+
+
+def _replace(key: str, label: str, new, shown=None) -> None:
+    """Replace the remembered value of ``key`` with ``new`` (``shown`` as the widget shows
+    it), saying so when a link asked for it."""
+    linked = st.session_state.get(LINKED, set())
+    if key in linked:
+        linked.discard(key)
+        old = st.session_state[key]
+        shown = new if shown is None else shown
+        st.warning(_("The link asks for {label} “{value}”, which this view does not have; it "
+                     "shows {shown} instead.").format(label=label, value=str(old)[:40],
+                                                      shown=shown), icon=":material/link_off:")
+    st.session_state[key] = new
+
+
+def _drawn(key: str) -> None:
+    st.session_state.get(LINKED, set()).discard(key)
 
 
 def _holds(options: Sequence, value) -> bool:
@@ -32,7 +62,8 @@ def _one_of(widget, label: str, options, key: str, index: int, kwargs: dict):
     options = list(options)
     index = min(index, max(len(options) - 1, 0))
     if _remembered(key) and options and not _holds(options, st.session_state[key]):
-        st.session_state[key] = options[index]
+        _replace(key, label, options[index], kwargs.get("format_func", str)(options[index]))
+    _drawn(key)
     default = {} if _remembered(key) else {"index": index}
     return widget(label, options, key=key, **default, **kwargs)
 
@@ -90,9 +121,10 @@ def slider(label: str, min_value, max_value, value, *, key: str, container=st, *
             values = tuple(remembered) if is_range else (remembered,)
             clamped = tuple(min(max(v, min_value), max_value) for v in values)
         except TypeError:
-            st.session_state[key] = value
+            _replace(key, label, value)
         else:
             if clamped != values:
-                st.session_state[key] = clamped if is_range else clamped[0]
+                _replace(key, label, clamped if is_range else clamped[0])
+    _drawn(key)
     default = {} if _remembered(key) else {"value": value}
     return container.slider(label, min_value, max_value, key=key, **default, **kwargs)

