@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import unicodedata
 
 import pytest
 from babel.messages.extract import extract_from_dir
@@ -70,6 +71,33 @@ def test_every_translation_keeps_its_fields_and_markup(catalog):
             message.id
         for mark in ("%{", "<br>", "**", "−∞", "\n"):
             assert message.id.count(mark) == message.string.count(mark), (mark, message.id)
+
+
+def _flanking_problems(text: str) -> list[str]:
+    """``**`` runs that markdown would not read as bold: CommonMark closes ``**`` after a
+    punctuation mark only before a space or another mark (``**第 4 步：**已`` stays literal),
+    and opens it before one only after a space or a mark."""
+    def kind(char: str) -> str:
+        if not char or char.isspace():
+            return "space"
+        return "mark" if unicodedata.category(char)[0] in "PS" else "letter"
+
+    problems = []
+    for number, match in enumerate(re.finditer(r"\*\*", text)):
+        before = kind(text[match.start() - 1] if match.start() else "")
+        after = kind(text[match.end()] if match.end() < len(text) else "")
+        if number % 2 and before == "mark" and after == "letter":
+            problems.append(text[max(0, match.start() - 8):match.end() + 8])
+        if not number % 2 and after == "mark" and before == "letter":
+            problems.append(text[max(0, match.start() - 8):match.end() + 8])
+    return problems
+
+
+def test_bold_in_chinese_still_reads_as_bold(catalog):
+    problems = {m.id: _flanking_problems(m.string) for m in catalog if m.id}
+    problems = {k: v for k, v in problems.items() if v}
+    assert not problems, problems
+    assert _flanking_problems("**第 4 步：**已写出") and not _flanking_problems("**第 4 步**：已")
 
 
 def test_the_catalog_holds_no_stale_entries(catalog):

@@ -133,6 +133,16 @@ def test_complexity_curves_cross_at_n_equals_d():
         viz.complexity_curves(0, 5)
 
 
+def test_complexity_marks_sit_at_their_n_on_the_log_axis():
+    # an annotation on a log axis is placed at log10(n); at n it stretched the axis to 10^128
+    fig = viz.complexity_curves(128, n_current=6)
+    assert sorted(a.x for a in fig.layout.annotations) == pytest.approx(
+        sorted([np.log10(128), np.log10(6)]))
+    assert sorted(shape.x0 for shape in fig.layout.shapes) == [6, 128]
+    n_max = max(fig.data[0].x)
+    assert all(a.x <= np.log10(n_max) for a in fig.layout.annotations)
+
+
 def test_head_view_legend_names_every_head_in_its_colour_even_when_weights_are_low():
     from viz.style import head_color, head_dash
 

@@ -38,11 +38,16 @@ def complexity_curves(d_model: int, n_current: int, n_max: int | None = None) ->
         go.Scatter(x=n, y=n * float(d_model) ** 2, name=_("RNN n·d²"),
                    line={"color": RNN_CURVE_COLOR}),
     ])
-    fig.add_vline(x=d_model, line_dash="dot", annotation_text=f"n = d = {d_model}",
-                  annotation_position="top left")
-    fig.add_vline(x=n_current, line_color=CURRENT_COLOR,
-                  annotation_text=_("this input: n = {n}").format(n=n_current),
-                  annotation_position="bottom right")
+    # Lines at n = d and at this input's n. On a log axis a line (a shape) is placed at its
+    # value but an annotation at the value's log10: written at the value, "n = d = 128" once
+    # stretched the axis to 10¹²⁸.
+    fig.add_vline(x=d_model, line_dash="dot")
+    fig.add_vline(x=n_current, line_color=CURRENT_COLOR)
+    fig.add_annotation(x=np.log10(d_model), y=1, xref="x", yref="paper", showarrow=False,
+                       text=f"n = d = {d_model}", xanchor="right", yanchor="top")
+    fig.add_annotation(x=np.log10(n_current), y=0, xref="x", yref="paper", showarrow=False,
+                       text=_("this input: n = {n}").format(n=n_current), xanchor="left",
+                       yanchor="bottom")
     fig.update_layout(title=_("Operations per layer at d = {d}: attention is cheaper while "
                               "n < d").format(d=d_model), height=400,
                       margin={"l": 70, "r": 20, "t": 60, "b": 50},

@@ -20,6 +20,7 @@ import math
 import re
 import unicodedata
 
+import numpy as np
 import plotly.graph_objects as go
 
 from .style import WEIGHT_SCALE
@@ -30,6 +31,7 @@ AXIS_TITLE_PX = 22
 TEXT_PX = 18
 CELL_PX = 16
 CELL_VALUES_UP_TO = 12
+MAX_MATRICES = 4  # the mask view's panels; more (a grid of heads) would be a wall of numbers
 # The plot area a full-width chart gets at 1920×1080 with the sidebar closed (the page's
 # content is about 1,750 px wide; margins and colour bar take the rest).
 PLOT_WIDTH_PX = 1450
@@ -37,6 +39,7 @@ LINE = 1.5  # the room one label's line needs, in font sizes
 SLANT = -45
 PALETTES = {"default": None, "cividis": "Cividis", "viridis": "Viridis"}
 _TAGS = re.compile(r"<[^>]+>")
+_SUP = re.compile(r"<sup>(.*?)</sup>", re.DOTALL)
 
 
 def text_width(label: str, font_px: float) -> float:
@@ -76,16 +79,28 @@ def _fit_ticks(axis, length: float, horizontal_axis: bool) -> dict:
     return update
 
 
+def _shape(z) -> tuple[int, ...]:
+    """The shape of a heatmap's ``z``: a nested list, an array, or Plotly's typed-array dict
+    (``{"dtype", "bdata", "shape"}``) of a figure rebuilt from its JSON."""
+    if isinstance(z, dict):
+        return tuple(int(n) for n in str(z.get("shape", "0")).split(","))
+    return np.shape(z)
+
+
 def _cell_values(figure: go.Figure, limit: int) -> None:
-    """Write each cell's value in small heatmaps (masked cells, NaN, stay empty)."""
-    for trace in figure.data:
-        if not isinstance(trace, go.Heatmap) or trace.z is None or trace.texttemplate:
-            continue
-        if trace.showscale is False and trace.coloraxis is None:
-            continue  # a flat layer (the mask's grey): its cells hold no values
-        rows = len(trace.z)
-        cols = len(trace.z[0]) if rows else 0
-        if 0 < rows <= limit and 0 < cols <= limit:
+    """Write each cell's value in the heatmaps of a figure showing a few small matrices
+    (masked cells, NaN, stay empty); a grid of many (every head of every layer) stays
+    without."""
+    matrices = [trace for trace in figure.data
+                if isinstance(trace, go.Heatmap) and trace.z is not None
+                and not trace.texttemplate
+                # a flat layer (the mask's grey, −∞) holds no values
+                and not (trace.showscale is False and trace.coloraxis is None)]
+    if not matrices or len(matrices) > MAX_MATRICES:
+        return
+    for trace in matrices:
+        shape = _shape(trace.z)
+        if len(shape) == 2 and 0 < shape[0] <= limit and 0 < shape[1] <= limit:
             trace.update(texttemplate="%{z:.2f}", textfont={"size": CELL_PX})
 
 
@@ -108,6 +123,11 @@ def for_projector(figure: go.Figure | dict, *, width_px: float = PLOT_WIDTH_PX,
         legend={"font": {"size": TEXT_PX}},
         title={"font": {"size": TITLE_PX}})
     fig.update_annotations(font_size=max(TEXT_PX, 20))
+    if layout.title.text and "<sup>" in layout.title.text:
+        # a subtitle set as <sup> is raised by a share of the title's size: at projector
+        # size it runs into the line above, so it becomes a smaller line of its own
+        layout.title.text = _SUP.sub(rf"<span style='font-size:{TEXT_PX}px'>\1</span>",
+                                     layout.title.text)
     if layout.coloraxis is not None and layout.coloraxis.colorbar is not None:
         fig.update_coloraxes(colorbar={"tickfont": {"size": TEXT_PX},
                                        "title": {"font": {"size": TEXT_PX}}})
@@ -122,6 +142,8 @@ def for_projector(figure: go.Figure | dict, *, width_px: float = PLOT_WIDTH_PX,
         update = {"tickfont": {"size": TICK_PX}, "title": {"font": {"size": AXIS_TITLE_PX}},
                   "automargin": True}
         update.update(_fit_ticks(axis, length, axis_name.startswith("x")))
+        if axis.type == "log" and axis.dtick is None:  # its 2s and 5s would run into each other
+            update["dtick"] = 1  # one label a decade
         axis.update(update)
     _cell_values(fig, cell_values_up_to)
     return fig
