@@ -11,6 +11,7 @@ import uuid
 import pandas  # noqa: F401  (see below)
 import streamlit as st
 
+import i18n
 from app_pages import links
 from app_pages.common import (
     EXPORT_CONTEXT,
@@ -43,6 +44,11 @@ links.restore_page(spec)
 # pandas failed with "partially initialized module 'pandas'" (9 times in a 25-session soak).
 st.session_state[FIGURES] = {}  # this run's figures and what names their files: set anew
 st.session_state[EXPORT_CONTEXT] = ()  # by each page, so no page names files after another's
+# The page's language, for the browser (the CJK font it picks, screen readers): Streamlit's
+# page always declares lang="en".
+st.html(f"<script>document.documentElement.lang = "
+        f"{'zh-CN' if i18n.language() == 'zh' else 'en'!r};</script>",
+        unsafe_allow_javascript=True)
 try:
     sidebar(with_text=spec.reads_text)
     # The link to this view, made before the page runs (a page may stop early, with a

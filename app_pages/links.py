@@ -18,7 +18,7 @@ the navigation has named the page.
 
 from __future__ import annotations
 
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import unquote, urlencode, urlsplit
 
 import streamlit as st
 
@@ -57,6 +57,11 @@ def restore_settings() -> None:
     from app_pages.cache import policy
     from app_pages.common import DEVICES, OTHER
 
+    page = unknown_page(st.context.url or "", st.get_option("server.baseUrlPath") or "")
+    if page:  # Streamlit opens the start page (and says so in English)
+        _note(N_("The link's page “{value}” does not exist; this is the start page."),
+              value=page[:40])
+
     lang = _first(params, "lang")
     if lang is not None:
         code = i18n.normalise(lang)
@@ -88,6 +93,20 @@ def restore_settings() -> None:
         else:
             _note(N_("The link's device “{value}” is not one of auto, cpu, cuda; auto is "
                      "used."), value=device[:20])
+
+
+def unknown_page(url: str, base: str = "") -> str:
+    """The page a URL names when it is none of the app's ("" for a known page or none);
+    ``base``: the path the server serves the app under (``server.baseUrlPath``)."""
+    from app_pages.navigation import PAGES
+
+    path = urlsplit(url).path.strip("/")
+    base = base.strip("/")
+    if base and (path == base or path.startswith(base + "/")):
+        path = path[len(base):]
+    last = path.rsplit("/", 1)[-1]
+    known = {page.url_path for page in PAGES}
+    return "" if not last or last in known else unquote(last)
 
 
 def restore_page(spec: PageSpec) -> None:

@@ -44,27 +44,40 @@ def _open(page, url: str) -> None:
     wait_for_run(page)
 
 
-@pytest.mark.parametrize("model, text", [
-    ("own-translator", "The cat sat on the mat"),
-    ("smollm2", "猫坐在垫子上。"),
+@pytest.mark.parametrize("model, text, present", [
+    ("own-translator", "The cat sat on the mat", True),
+    ("smollm2", "猫坐在垫子上。", True),
+    ("own-translator", "The cat sat on the mat", False),
 ])
-def test_every_page_in_chinese_and_presentation_mode_reads_from_the_back(model, text):
+def test_every_page_in_chinese_reads_from_the_back_of_the_room(model, text, present):
     SHOTS.mkdir(parents=True, exist_ok=True)
+    mode = "present" if present else "zh"
     with served_app() as url, chromium_page(1920, 1080) as page:
         for path in PAGES:
-            params = {"lang": "zh", "present": "1", "model": model, "text": text}
+            params = {"lang": "zh", "present": int(present), "model": model, "text": text}
             _open(page, f"{url}/{path}?{urlencode(params, quote_via=quote)}")
             assert not page.query_selector("[data-testid='stException']"), path
-            assert page.get_attribute("[data-testid='stSidebar']", "data-collapsed") == "true"
+            collapsed = page.get_attribute("[data-testid='stSidebar']", "data-collapsed")
+            assert collapsed == ("true" if present else "false"), path
+            assert page.evaluate("document.documentElement.lang") == "zh-CN"
             overlaps = page.evaluate(OVERLAPS_JS)
             assert not overlaps, (path, overlaps[:5])
             chart = page.evaluate(FIRST_CHART_JS)
-            if chart is not None and chart["tick_px"]:
+            if present and chart is not None and chart["tick_px"]:
                 assert chart["tick_px"] >= 18, (path, chart)
                 if chart["title"]:
                     assert chart["title_px"] >= 24, (path, chart)
-            page.screenshot(path=str(SHOTS / f"classroom-{model}-{path or 'start'}.png"),
+            page.screenshot(path=str(SHOTS / f"classroom-{mode}-{model}-{path or 'start'}.png"),
                             full_page=True)
+
+
+def test_a_link_to_a_page_that_does_not_exist_says_so_and_opens_the_start_page():
+    with served_app() as url, chromium_page(1280, 800) as page:
+        _open(page, f"{url}/no_such_page?lang=zh")
+        assert "no_such_page" in page.inner_text("[data-testid='stMain']")
+        assert "从这里开始" in page.inner_text("[data-testid='stSidebar']")
+        assert page.query_selector(".js-plotly-plot")  # the start page's alignment
+        assert page.evaluate("document.documentElement.lang") == "zh-CN"
 
 
 def test_a_link_reopens_the_same_head_in_a_fresh_browser():

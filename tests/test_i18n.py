@@ -274,6 +274,7 @@ def visible_strings(at) -> list[str]:
 
 def english_words(text: str, allowed: set[str]) -> list[str]:
     """Latin-letter words of ``text`` a Chinese page should not show."""
+    text = re.sub(r"<script>.*?</script>", " ", text, flags=re.DOTALL)  # not shown
     text = re.sub(r"%\{[^}]*\}|<[^>]+>|&#?\w+;|https?://\S+|:material/\w+:", " ", text)
     text = re.sub(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$", " ", text, flags=re.DOTALL)  # code, maths
     words = re.findall(r"[A-Za-z][A-Za-z0-9_\-]*", text)

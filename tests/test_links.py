@@ -83,13 +83,16 @@ def test_bad_values_in_a_link_are_said_and_the_page_works(params, said, monkeypa
     assert at.get("plotly_chart")  # the page still draws its head
 
 
-def test_an_unknown_page_in_a_link_opens_the_start_page():
-    from streamlit.testing.v1 import AppTest
+def test_a_link_to_an_unknown_page_is_named():
+    from app_pages.links import unknown_page
 
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.query_params["lang"] = "zh"
-    at.run()
-    assert not at.exception
+    assert unknown_page("http://host:8501/no_such_page?lang=zh") == "no_such_page"
+    assert unknown_page("http://host:8501/%E6%8E%A2%E7%B4%A2") == "探索"
+    for known in ("http://host:8501/", "http://host:8501/explore?x=1", ""):
+        assert unknown_page(known) == ""
+    assert unknown_page("http://host/app/mask", base="/app") == ""
+    assert unknown_page("http://host/app", base="app") == ""
+    assert unknown_page("http://host/app/nope", base="app") == "nope"
 
 
 def test_a_text_too_long_for_a_link_is_said_not_broken():
