@@ -36,7 +36,7 @@ pages = [(spec, st.Page(spec.path, title=_(spec.title), icon=spec.icon, default=
 sections: dict[str, list] = {}
 for spec, page in pages:
     sections.setdefault(_(spec.group), []).append(page)
-current = st.navigation(sections)
+current = st.navigation(sections, expanded=True)  # every lesson listed, not "View 10 more"
 spec = next(spec for spec, page in pages if page is current)
 links.restore_page(spec)
 # pandas is imported above, by every session before it draws: plotly looks for pandas in

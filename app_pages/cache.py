@@ -65,6 +65,7 @@ class _Pending:
         self.done = threading.Event()
         self.value: Any = None
         self.error: BaseException | None = None
+        self.language = ""  # of the session computing it: its error's message is in it
 
 
 class SharedCache:
@@ -139,8 +140,13 @@ class SharedCache:
         if not mine:
             pending.done.wait()
             if pending.error is not None:
+                if pending.language != language():
+                    # its message is in the other session's language: fail in ours (errors
+                    # are not kept, so this computes again, once per language at most)
+                    return self.get(key, compute)
                 raise pending.error
             return pending.value
+        pending.language = language()
         try:
             with self.slot():
                 pending.value = compute()

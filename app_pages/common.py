@@ -3,7 +3,6 @@ the one way a page explains an expected error."""
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ import streamlit as st
 import i18n
 import model
 from app_pages import widgets
+from app_pages.markdown import literal
 from i18n import N_, _
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
@@ -48,24 +48,19 @@ KIND_LABELS = {  # in English, translated where shown
     "decoder.cross": N_("decoder cross-attention (target → source)"),
 }
 
+# The names of a trace's family and positional scheme, as pages show them (translated there).
+FAMILY_NAMES = {"encoder-only": N_("encoder-only"), "decoder-only": N_("decoder-only"),
+                "encoder-decoder": N_("encoder-decoder")}
+SCHEME_NAMES = {"sinusoidal": N_("sinusoidal"), "rope": N_("rope"), "learned": N_("learned"),
+                "relative bias": N_("relative bias")}
+
+
+def named(names: dict[str, str], value) -> str:
+    """``value`` (a family, a scheme) by its translated name; an unknown one as it is."""
+    return _(names[str(value)]) if str(value) in names else str(value)
+
 
 MAX_UPLOAD_MB = 1  # also server.maxUploadSize in .streamlit/config.toml
-
-
-MARKDOWN_SPECIAL = re.compile(r"[!-/:-@\[-`{-~]")  # every ASCII punctuation mark
-# What GitHub-flavoured markdown turns into a link even when every mark is escaped.
-AUTOLINKS = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
-WORD_JOINER = "\u2060"  # invisible, and no link runs across it
-
-
-def literal(text: str) -> str:
-    """``text`` shown as it is in Streamlit's markdown: every ASCII punctuation mark written as
-    a character reference (``&#58;``), and an invisible word joiner inside ``://``, ``www.``
-    and after ``@``, so that a user's file name, model path or words never become links,
-    images or formatting. (Escapes alone are not enough: ``https\\://x`` still becomes a
-    link.)"""
-    text = AUTOLINKS.sub(WORD_JOINER, str(text))
-    return MARKDOWN_SPECIAL.sub(lambda match: f"&#{ord(match.group())};", text)
 
 
 SHARED_KEYS = ("model_choice", "model_other", "device", "text", "target", "lang", "present",
@@ -398,11 +393,24 @@ def export_files(figure, stem: str, table: Callable[[], bytes] | None = None
     def as_figure() -> go.Figure:
         return figure if isinstance(figure, go.Figure) else go.Figure(figure)
 
-    return {f"{stem}.png": lambda: export.image(as_figure(), "png"),
-            f"{stem}.svg": lambda: export.image(as_figure(), "svg"),
-            f"{stem}.pdf": lambda: export.image(as_figure(), "pdf"),
-            f"{stem}.html": lambda: export.html(as_figure(), stem),
-            f"{stem}.csv": table or (lambda: export.figure_table(as_figure()))}
+    makers = {f"{stem}.png": lambda: export.image(as_figure(), "png"),
+              f"{stem}.svg": lambda: export.image(as_figure(), "svg"),
+              f"{stem}.pdf": lambda: export.image(as_figure(), "pdf"),
+              f"{stem}.html": lambda: export.html(as_figure(), stem),
+              f"{stem}.csv": table or (lambda: export.figure_table(as_figure()))}
+    return {name: in_this_language(make) for name, make in makers.items()}
+
+
+def in_this_language(make: Callable[[], bytes]) -> Callable[[], bytes]:
+    """``make``, run in this run's language wherever it runs: Streamlit makes a download
+    when it is clicked, in a thread of its own that speaks the default language."""
+    code = i18n.language()
+
+    def made() -> bytes:
+        with i18n.use(code):
+            return make()
+
+    return made
 
 
 def shown_figure(figure, share: float = 1.0):

@@ -25,6 +25,7 @@ import streamlit as st
 import i18n
 import model
 from app_pages import widgets
+from app_pages.markdown import literal
 from app_pages.navigation import PageSpec
 from i18n import N_, _
 
@@ -34,11 +35,16 @@ NOTES = "_link_notes"  # what the link asked for that could not be shown, said o
 # servers and proxies refuse request lines longer than about 2,000 characters.
 MAX_QUERY = 2000
 TRUE = ("1", "true", "yes", "on")
+FALSE = ("0", "false", "no", "off")
+# What a link's parameters are called in a message about them (translated when shown).
+PARAMETER_NAMES = {"layer": N_("layer"), "head": N_("head"), "step": N_("step"),
+                   "kind": N_("attention")}
 
 
 def _first(params, name: str) -> str | None:
+    """The parameter's value; None when absent or empty (``?layer=`` is no layer)."""
     value = params.get(name)
-    return None if value is None else str(value)
+    return None if value is None or not str(value).strip() else str(value).strip()
 
 
 def _note(template: str, **fields) -> None:
@@ -55,7 +61,7 @@ def restore_settings() -> None:
         return
     params = st.query_params
     from app_pages.cache import policy
-    from app_pages.common import DEVICES, OTHER
+    from app_pages.common import DEVICES, OTHER, PALETTES
 
     page = unknown_page(st.context.url or "", st.get_option("server.baseUrlPath") or "")
     if page:  # Streamlit opens the start page (and says so in English)
@@ -72,10 +78,18 @@ def restore_settings() -> None:
         st.session_state["lang"] = code
     present = _first(params, "present")
     if present is not None:
-        st.session_state["present"] = present.strip().lower() in TRUE
+        if present.lower() in TRUE + FALSE:
+            st.session_state["present"] = present.lower() in TRUE
+        else:
+            _note(N_("The link's presentation mode “{value}” is neither 1 nor 0; it is off."),
+                  value=present[:20])
     palette = _first(params, "palette")
     if palette is not None:
-        st.session_state["palette"] = palette
+        if palette in PALETTES:
+            st.session_state["palette"] = palette
+        else:
+            _note(N_("The link's colours “{value}” are not one of {known}; the default is "
+                     "used."), value=palette[:20], known=", ".join(PALETTES))
     spec_text = _first(params, "model")
     if spec_text is not None:
         spec_text = spec_text.strip()[:model.MAX_SPEC]
@@ -123,23 +137,21 @@ def restore_page(spec: PageSpec) -> None:
         value = _first(params, param)
         if value is None:
             continue
-        if convert is str:
-            st.session_state[key] = value[:max_chars]
-            continue
         try:
-            st.session_state[key] = convert(value)
+            st.session_state[key] = value[:max_chars] if convert is str else convert(value)
         except ValueError:
             _note(N_("The link's {name} “{value}” is not a number; the default is shown."),
-                  name=param, value=value[:20])
+                  name=PARAMETER_NAMES.get(param, param), value=value[:20])
             continue
-        widgets.from_link(key)
+        widgets.from_link(key)  # a value the widget does not offer is said when it is drawn
 
 
 def notes() -> None:
     """Say, once, what the link asked for that this view cannot show."""
-    from app_pages.common import literal
-
     for template, fields in st.session_state.pop(NOTES, []):
+        name = fields.get("name")  # (read first: Babel would take a literal key for a message)
+        if name is not None:
+            fields = {**fields, "name": _(name)}
         st.warning(literal(_(template).format(**fields)), icon=":material/link_off:")
 
 
@@ -192,17 +204,17 @@ def publish(spec: PageSpec, text: str | None, uploaded: bool = False) -> tuple[s
 
 
 def _address(spec: PageSpec) -> str:
-    """The page's address: the server's origin and path, as the browser opened the app."""
+    """The page's address: the server's origin and the app's path, as the browser opened it
+    (a base path kept; the page it opened, known or not, replaced by ``spec``'s)."""
     url = st.context.url or ""
     parts = urlsplit(url)
     base = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
-    # the app may be served under a base path: keep what comes before the page's own path
-    path = parts.path or "/"
-    for page_path in _page_paths():
-        if page_path and path.rstrip("/").endswith("/" + page_path):
-            path = path.rstrip("/")[:-len(page_path)]
-            break
-    return f"{base}{path.rstrip('/')}/{spec.url_path}"
+    path = parts.path.rstrip("/")
+    last = path.rsplit("/", 1)[-1]
+    if last and (last in _page_paths() or unknown_page(
+            url, st.get_option("server.baseUrlPath") or "")):
+        path = path[:-len(last)].rstrip("/")
+    return f"{base}{path}/{spec.url_path}"
 
 
 def _page_paths() -> list[str]:

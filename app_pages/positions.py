@@ -6,8 +6,16 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.common import chart, explained_errors, literal, random_weights_note, settings
-from i18n import N_, _
+from app_pages.common import (
+    SCHEME_NAMES,
+    chart,
+    explained_errors,
+    literal,
+    named,
+    random_weights_note,
+    settings,
+)
+from i18n import _
 from model.analysis.positions import (
     dot_similarity,
     model_positions,
@@ -17,8 +25,6 @@ from model.analysis.positions import (
 )
 
 # The positional schemes a model reports (``PositionInfo.scheme``), as the page names them.
-SCHEMES = {"sinusoidal": N_("sinusoidal"), "rope": N_("rope"), "learned": N_("learned"),
-           "relative bias": N_("relative bias")}
 
 st.title(_("Positional encodings"))
 st.markdown(_("Attention itself ignores order (lesson §3.4, step 0: positional encoding): "
@@ -57,7 +63,7 @@ if spec:
     random_weights_note(spec)
     scheme = info["scheme"]
     st.write(_("**{model}** uses **{scheme}** positions.").format(
-        model=literal(spec), scheme=_(SCHEMES[scheme]) if scheme in SCHEMES else scheme))
+        model=literal(spec), scheme=named(SCHEME_NAMES, scheme)))
     if "periods" in info:
         chart(viz.rope_periods(
             info["periods"], _("RoPE with θ base {theta:g}, d_head {d_head}: positions per turn "

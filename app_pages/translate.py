@@ -44,6 +44,15 @@ def _own_sentence() -> None:
     st.session_state["example"] = typed if typed in EXAMPLES else OWN
 
 
+typed = st.session_state.get("translate_text")
+if isinstance(typed, str):  # a link's sentence (or an earlier one): the menu says which it is
+    if len(typed) > MAX_SENTENCE:
+        st.warning(_("The sentence was cut to at most {limit} characters: the translator "
+                     "reads at most 64 tokens.").format(limit=MAX_SENTENCE))
+        cut = typed[:MAX_SENTENCE]  # at a word's end
+        st.session_state["translate_text"] = typed = (
+            cut.rsplit(" ", 1)[0] if " " in cut and typed[MAX_SENTENCE] != " " else cut)
+    st.session_state["example"] = typed if typed in EXAMPLES else OWN
 widgets.selectbox(_("Example"), [*EXAMPLES, OWN], key="example", on_change=_use_example,
                   format_func=lambda example: _(OWN) if example == OWN else example,
                   help=_("Choosing one puts it in the sentence box below."))

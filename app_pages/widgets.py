@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from app_pages.markdown import literal
 from i18n import _
 
 LINKED = "_linked"  # keys whose values came from a link and have not been drawn yet
@@ -36,9 +37,9 @@ def _replace(key: str, label: str, new, shown=None) -> None:
         linked.discard(key)
         old = st.session_state[key]
         shown = new if shown is None else shown
-        st.warning(_("The link asks for {label} “{value}”, which this view does not have; it "
-                     "shows {shown} instead.").format(label=label, value=str(old)[:40],
-                                                      shown=shown), icon=":material/link_off:")
+        st.warning(literal(_("The link asks for {label} “{value}”, which this view does not "
+                             "have; it shows {shown} instead.").format(
+            label=label, value=str(old)[:40], shown=shown)), icon=":material/link_off:")
     st.session_state[key] = new
 
 

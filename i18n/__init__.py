@@ -43,6 +43,9 @@ _missing: set[str] = set()
 def _load(language: str) -> gettext.NullTranslations:
     """The translations of ``language``, compiled once from its ``.po`` catalog by Babel (the
     catalog is the source of truth: no compiled ``.mo`` file is kept beside it)."""
+    found = _translations.get(language)
+    if found is not None:  # read without the lock: every string of every page asks
+        return found
     with _lock:
         if language not in _translations:
             if language == DEFAULT:

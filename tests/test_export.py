@@ -112,3 +112,22 @@ def test_the_html_file_draws_the_chart_offline(heatmap, tmp_path):
         assert page.locator(".js-plotly-plot .xtick text").all_text_contents() == tokens
         assert page.title() == "layer 1 head 2"
     assert not requested  # nothing fetched from a network
+
+
+def test_a_download_is_made_in_the_language_of_the_page_that_offered_it():
+    # Streamlit makes a deferred download in a thread of its own, which speaks English
+    import threading
+
+    import i18n
+    import viz
+    from app_pages.common import export_files
+
+    figure = viz.distribution_bars(np.array([0.2, 0.8]), ["猫", "坐"])
+    with i18n.use("zh"):
+        files = export_files(figure, "bars")
+        header = i18n._("trace")
+    made = []
+    thread = threading.Thread(target=lambda: made.append(files["bars.csv"]().decode("utf-8-sig")))
+    thread.start()
+    thread.join(30)
+    assert made and made[0].startswith(header + ",") and header != "trace"

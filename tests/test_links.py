@@ -63,11 +63,15 @@ def test_presentation_mode_and_step_travel_in_the_link():
 
 
 @pytest.mark.parametrize("params, said", [
-    ({"lang": "klingon"}, "klingon"),
-    ({"model": "no/such-model-anywhere", "lang": "en"}, "no/such-model-anywhere"),
-    ({"device": "tpu"}, "tpu"),
-    ({"layer": "99", "head": "-4"}, "99"),
-    ({"layer": "seven"}, "seven"),
+    ({"lang": "klingon"}, ["klingon"]),
+    ({"model": "no/such-model-anywhere", "lang": "en"}, ["no/such-model-anywhere"]),
+    ({"device": "tpu"}, ["tpu"]),
+    ({"layer": "99", "head": "-4"}, ["99", "-4"]),
+    ({"layer": "seven"}, ["seven"]),
+    ({"kind": "decoder.crosss"}, ["decoder.crosss"]),
+    ({"palette": "neon", "present": "banana"}, ["neon", "banana"]),
+    ({"layer": "[x](https://e.co)"}, ["[x](https://e.co)"]),
+    ({"head": "![i](https://e.co)"}, ["![i](https://e.co)"]),
 ])
 def test_bad_values_in_a_link_are_said_and_the_page_works(params, said, monkeypatch):
     # a server that offers only its bundled models: an unknown one is refused, not loaded
@@ -79,8 +83,16 @@ def test_bad_values_in_a_link_are_said_and_the_page_works(params, said, monkeypa
     finally:
         policy.clear()
     assert not at.exception
-    assert said in messages(at.warning)
+    shown = messages(at.warning)
+    assert all(value in shown for value in said), shown
+    assert "](" not in "".join(w.value for w in at.warning)  # link text stays text
     assert at.get("plotly_chart")  # the page still draws its head
+
+
+def test_empty_and_repeated_values_in_a_link_are_harmless():
+    at = opened("explore", model="own-translator", layer="", lang="", head="1")
+    assert not at.exception and not at.warning
+    assert at.selectbox(key="head").value == 1
 
 
 def test_a_link_to_an_unknown_page_is_named():
@@ -108,3 +120,23 @@ def test_a_page_that_stops_early_still_offers_its_link():
     at = opened("explore", model="own-translator", text="The zebra sat")
     assert at.error  # the translator does not know "zebra"
     assert link_of(at)["text"] == "The zebra sat"
+
+
+def test_a_link_value_a_widget_does_not_offer_is_said_as_plain_text():
+    # Translate's head is a number or "average": any other word reaches the widget's fallback
+    at = opened("translate", head="[x](https://e.co)")
+    assert not at.exception
+    assert "[x](https://e.co)" in messages(at.warning)
+    assert "](" not in "".join(w.value for w in at.warning)
+    assert at.selectbox(key="dec_head").value == "average"
+
+
+def test_a_translate_link_shows_its_own_sentence_and_cuts_a_long_one():
+    at = opened("translate", sentence="The dog sat on the mat")
+    assert at.text_input(key="translate_text").value == "The dog sat on the mat"
+    assert at.selectbox(key="example").value not in ("The cat sat on the mat",)
+    long = opened("translate", sentence="The cat sat on the mat " * 30)
+    assert not long.exception
+    assert len(long.text_input(key="translate_text").value) <= 300
+    assert "300" in messages(long.warning)
+    assert not long.error or "64" in messages(long.error)  # still over 64 tokens: said

@@ -47,7 +47,7 @@ def test_a_chart_in_half_the_width_keeps_its_labels_apart():
     tokens = ["The", "cat", "sat", "on", "the", "mat", "because", "it", "was", "tired"] * 3
     full = present.for_projector(_heatmap(tokens))
     half = present.for_projector(_heatmap(tokens), width_px=present.PLOT_WIDTH_PX / 2)
-    assert len(half.layout.xaxis.ticktext) <= len(full.layout.xaxis.ticktext)
+    assert len(half.layout.xaxis.ticktext) < len(full.layout.xaxis.ticktext)
 
 
 def test_the_projector_copy_leaves_the_original_alone():
@@ -115,3 +115,21 @@ def test_translate_steps_forward_with_the_next_button():
     step = at.slider(key="step").value
     at.button(key="step_next").click().run()
     assert at.slider(key="step").value == step + 1
+
+
+def test_cells_too_narrow_for_a_number_stay_empty_and_their_marks_keep_their_size():
+    n = 12
+    allowed = np.tril(np.ones((n, n), bool))
+    fig = viz.mask_view(np.ones((n, n)) * 12.345, allowed, allowed / allowed.sum(1, keepdims=True),
+                        [f"w{i}" for i in range(n)], [f"w{i}" for i in range(n)])
+    shown = present.for_projector(fig)
+    # four panels share the width: 12 cells of about 24 px cannot hold "-12.35"
+    assert all(trace.texttemplate is None for trace in shown.data)
+    marks = [a for a in shown.layout.annotations if a.xref != "paper"]
+    assert marks and all(a.font.size == b.font.size for a, b in zip(
+        marks, [a for a in fig.layout.annotations if a.xref != "paper"]))
+    titles = [a for a in shown.layout.annotations if a.xref == "paper"]
+    assert titles and all(a.font.size >= 20 for a in titles)
+    # the same matrices at full width hold their numbers
+    wide = present.for_projector(_heatmap([f"w{i}" for i in range(n)]))
+    assert wide.data[0].texttemplate == "%{z:.2f}"

@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -464,6 +465,39 @@ def test_waiters_share_a_result_too_large_to_keep_and_an_error():
         assert len(results) == 4 and all(r is results[0] for r in results)
     assert computed == ["large", "failing"]
     assert cache.get("failing", lambda: "computed again later") == "computed again later"
+
+
+def test_a_session_waiting_for_another_ones_error_gets_it_in_its_own_language():
+    import i18n
+    from app_pages.cache import SharedCache
+
+    cache = SharedCache(max_bytes=10, workers=4)
+    started, gate = threading.Event(), threading.Event()
+
+    def refused():
+        started.set()
+        gate.wait(5)
+        raise ValueError(i18n._("Model"))  # a message in the language of whoever computes
+
+    results = {}
+
+    def ask(lang):
+        with i18n.use(lang):
+            try:
+                cache.get("refused", refused)
+            except ValueError as error:
+                results[lang] = str(error)
+
+    chinese = threading.Thread(target=ask, args=("zh",))
+    chinese.start()
+    assert started.wait(5)
+    english = threading.Thread(target=ask, args=("en",))
+    english.start()
+    time.sleep(0.3)  # the English session is waiting for the Chinese one's result
+    gate.set()
+    for thread in (chinese, english):
+        thread.join(10)
+    assert results == {"zh": "模型", "en": "Model"}
 
 
 def test_traces_of_pretrained_models_are_read_only(tiny_checkpoints):

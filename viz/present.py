@@ -31,6 +31,9 @@ AXIS_TITLE_PX = 22
 TEXT_PX = 18
 CELL_PX = 16
 CELL_VALUES_UP_TO = 12
+# What a cell holds, widest first, with the widest number of each (scores run to -99.99)
+CELL_FORMATS = (("%{z:.2f}", CELL_PX), ("%{z:.1f}", CELL_PX - 2))
+NUMBER_SAMPLE = {"%{z:.2f}": "-00.00", "%{z:.1f}": "-00.0"}
 MAX_MATRICES = 4  # the mask view's panels; more (a grid of heads) would be a wall of numbers
 # The plot area a full-width chart gets at 1920×1080 with the sidebar closed (the page's
 # content is about 1,750 px wide; margins and colour bar take the rest).
@@ -87,10 +90,10 @@ def _shape(z) -> tuple[int, ...]:
     return np.shape(z)
 
 
-def _cell_values(figure: go.Figure, limit: int) -> None:
-    """Write each cell's value in the heatmaps of a figure showing a few small matrices
-    (masked cells, NaN, stay empty); a grid of many (every head of every layer) stays
-    without."""
+def _cell_values(figure: go.Figure, limit: int, width_px: float) -> None:
+    """Write each cell's value in the heatmaps of a figure showing a few small matrices, as
+    many digits as a cell's width holds (masked cells, NaN, stay empty); a grid of many
+    (every head of every layer), or cells too narrow for a number, stay without."""
     matrices = [trace for trace in figure.data
                 if isinstance(trace, go.Heatmap) and trace.z is not None
                 and not trace.texttemplate
@@ -100,8 +103,15 @@ def _cell_values(figure: go.Figure, limit: int) -> None:
         return
     for trace in matrices:
         shape = _shape(trace.z)
-        if len(shape) == 2 and 0 < shape[0] <= limit and 0 < shape[1] <= limit:
-            trace.update(texttemplate="%{z:.2f}", textfont={"size": CELL_PX})
+        if len(shape) != 2 or not (0 < shape[0] <= limit and 0 < shape[1] <= limit):
+            continue
+        axis = figure.layout["xaxis" + (trace.xaxis or "x").removeprefix("x")]
+        lo, hi = axis.domain if axis.domain is not None else (0, 1)
+        cell = (hi - lo) * width_px / shape[1]
+        for template, size in CELL_FORMATS:
+            if cell >= text_width(NUMBER_SAMPLE[template], size) + size / 2:
+                trace.update(texttemplate=template, textfont={"size": size})
+                break
 
 
 def for_projector(figure: go.Figure | dict, *, width_px: float = PLOT_WIDTH_PX,
@@ -122,7 +132,9 @@ def for_projector(figure: go.Figure | dict, *, width_px: float = PLOT_WIDTH_PX,
         height=height, font={"size": TEXT_PX}, hoverlabel={"font": {"size": TEXT_PX}},
         legend={"font": {"size": TEXT_PX}},
         title={"font": {"size": TITLE_PX}})
-    fig.update_annotations(font_size=max(TEXT_PX, 20))
+    # titles over subplots (placed on the paper) grow; marks written in cells (−∞, ✓) keep
+    # the size their cells hold
+    fig.update_annotations(font_size=max(TEXT_PX, 20), selector={"xref": "paper"})
     if layout.title.text and "<sup>" in layout.title.text:
         # a subtitle set as <sup> is raised by a share of the title's size: at projector
         # size it runs into the line above, so it becomes a smaller line of its own
@@ -145,7 +157,7 @@ def for_projector(figure: go.Figure | dict, *, width_px: float = PLOT_WIDTH_PX,
         if axis.type == "log" and axis.dtick is None:  # its 2s and 5s would run into each other
             update["dtick"] = 1  # one label a decade
         axis.update(update)
-    _cell_values(fig, cell_values_up_to)
+    _cell_values(fig, cell_values_up_to, width_px)
     return fig
 
 
