@@ -287,6 +287,15 @@ def get_trace(spec: str, device: str, text: str, target: str | None = None) -> m
                    _("Running the model and capturing attention…"), _("tracing the text"), trace)
 
 
+def get_generation(spec: str, device: str, text: str, new_tokens: int | None = None):
+    """The model's greedy generation of ``text`` with its KV cache measured at every step
+    (:class:`model.interface.Generation`), shared by every session."""
+    model_ = get_model(spec, device)
+    return _cached(("generation", spec, str(model_.device), text, new_tokens),
+                   _("Generating one token at a time…"), _("generating"),
+                   lambda: model_.generate(text, new_tokens))
+
+
 def get_head_stats(run, name: str) -> dict:
     """:func:`model.analysis.statistics.head_stats` of a :class:`~app_pages.common.Run`'s
     trace (slow for long inputs: every head)."""

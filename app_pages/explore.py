@@ -8,16 +8,56 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.cache import heavy_work
-from app_pages.common import chart, kind_selector, literal, load_run
+from app_pages.common import (
+    FAMILY_NAMES,
+    SCHEME_NAMES,
+    chart,
+    kind_selector,
+    literal,
+    load_run,
+    named,
+)
+from app_pages.navigation import PAGES
 from i18n import _
 from model.analysis.views import FIT_ABOVE, layer_view, query_rows, writes_words
 from viz import export
 
+HIGHLIGHT = "explore_highlight"  # a cell another page asked to outline (a lesson's pair)
+# the lesson that opens heads with a cell outlined, by its title (in English)
+SEE_IT = next(page.title for page in PAGES if page.path == "app_pages/lesson_see_it.py")
+
 st.title(_("Explore attention"))
 trace = load_run().trace
 if "open_head" in st.session_state:  # a click in another view chose a head
-    kind, layer_, head_ = st.session_state.pop("open_head")
-    st.session_state.update(kind=kind, layer=layer_, head=head_)
+    opened = st.session_state.pop("open_head")
+    try:  # (kind, layer, head), or with the cell to outline: (query, key, its two labels)
+        kind, layer_, head_ = opened[:3]
+        st.session_state.update(kind=kind, layer=layer_, head=head_)
+        st.session_state[HIGHLIGHT] = (kind, layer_, head_, *opened[3]) \
+            if len(opened) > 3 else None
+    except (TypeError, ValueError):  # a leftover of another shape: open what the widgets hold
+        st.session_state[HIGHLIGHT] = None
+
+
+def highlighted_cell(name: str, rows, k_tokens) -> tuple | None:
+    """The outlined pair, ``(layer, head, query, key, label)``, when it belongs to this kind
+    and to this trace (its row and column still name the same words); else None, and a pair
+    of another text is forgotten."""
+    stored = st.session_state.get(HIGHLIGHT)
+    try:
+        kind, layer_, head_, query, key, query_label, key_label = stored
+        if kind != name:
+            return None
+        if not (0 <= query < len(rows.labels) and 0 <= key < len(k_tokens)
+                and rows.labels[query] == query_label and k_tokens[key] == key_label
+                and 0 <= layer_ < trace.layers(name) and 0 <= head_ < trace.n_heads):
+            raise ValueError(stored)
+    except (TypeError, ValueError):
+        if stored is not None:
+            st.session_state[HIGHLIGHT] = None
+        return None
+    return layer_, head_, query, key, f"{query_label} → {key_label}"
+
 
 left, mid, right = st.columns([2, 1, 1])
 name = kind_selector(trace, left)
@@ -30,6 +70,8 @@ head = widgets.selectbox(
     if group > 1 else str(h))
 
 rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
+pair = highlighted_cell(name, rows, k_tokens)
+cell = pair[2:4] if pair is not None and pair[:2] == (layer, head) else None
 COLOUR_SCALES = {"auto": None, "full": False, "fit": True}
 scale = widgets.radio(
     _("Colour scale"), list(COLOUR_SCALES), key="colour_scale", horizontal=True,
@@ -45,19 +87,29 @@ with heavy_work(_("drawing every head of the layer")):
         view.weights, rows.labels, k_tokens, allowed=view.allowed,
         title=_("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head),
         y_title=rows.title, special=(rows.special, trace.special(name)[1]), zmax=view.zmax,
-        query_hover=rows.hover)
+        query_hover=rows.hover, highlight=cell)
     grid = viz.heads_grid(view.layer_weights, rows.labels, k_tokens, allowed=view.allowed,
                           cols=3 if trace.n_heads % 3 == 0 else 4, zmax=view.zmax,
-                          query_hover=rows.hover)
+                          query_hover=rows.hover,
+                          highlight=None if cell is None else (head, *cell))
 if view.fitted:
     st.caption(_("Colours fitted to this layer: the darkest colour is its largest weight away "
                  "from the first token, {zmax:.3f}; weights on the first token (often an "
                  "'attention sink') may be larger and are drawn darkest too."
                  ).format(zmax=view.zmax))
+if cell is not None:
+    st.info(_("Outlined: {pair}, weight {weight:.2f}. The lesson “{lesson}” searched every layer "
+              "and head for this pair's largest weight and found it here.").format(
+        pair=pair[4], weight=float(view.weights[cell]), lesson=_(SEE_IT)),
+        icon=":material/highlight_alt:")
+elif pair is not None:
+    st.caption(_("The pair {pair} the lesson “{lesson}” pointed at is outlined in layer "
+                 "{layer}, head {head}.").format(pair=pair[4], lesson=_(SEE_IT), layer=pair[0],
+                                                 head=pair[1]))
 chart(heatmap, key="head_heatmap", name=(name, f"layer {layer}", f"head {head}"),
       table=lambda trace=trace, name=name, layer=layer, head=head: export.matrix_csv(
           np.where(trace.mask(name, layer), trace.weights(name, layer, head), np.nan),
-          rows.labels, k_tokens, corner="query \\ key"))  # the weights shown, masked: empty
+          rows.labels, k_tokens, corner=_("query \\ key")))  # the weights shown, masked: empty
 st.caption(_("Rows: the word the decoder is writing (it reads the word before). Columns: the "
              "token it looks at (key). Each row sums to 1. Grey cells are masked: the model may "
              "not look there. Grey italic labels are special tokens.")
@@ -72,8 +124,9 @@ if group > 1:
                  "{group} consecutive query heads.").format(n_kv_heads=trace.n_kv_heads,
                                                            group=group))
 chart(grid, key="heads_grid", name=(name, f"layer {layer}", "all heads"))
-about = dict(model=literal(trace.model), family=trace.family, n_layers=trace.n_layers,
-             n_heads=trace.n_heads, n_kv_heads=trace.n_kv_heads, positional=trace.positional,
+about = dict(model=literal(trace.model), family=named(FAMILY_NAMES, trace.family),
+             n_layers=trace.n_layers, n_heads=trace.n_heads, n_kv_heads=trace.n_kv_heads,
+             positional=named(SCHEME_NAMES, trace.positional),
              device=trace.device, dtype=trace.dtype)
 st.caption(_("{model} · {family} · {n_layers} layers × {n_heads} heads ({n_kv_heads} K/V) · "
              "{positional} positions · ran on {device} ({dtype})").format(**about)

@@ -42,6 +42,7 @@ class PageSpec:
 START = N_("Start")
 LOOK = N_("Look at attention")
 PARTS = N_("Understand the parts")
+LESSONS = N_("Lessons")
 
 
 def int_or_text(value: str) -> int | str:
@@ -75,4 +76,27 @@ PAGES = (
     PageSpec("app_pages/stats.py", N_("Head statistics"), "📊", LOOK, link=_widgets("st_kind")),
     PageSpec("app_pages/positions.py", N_("Positions"), "🕰️", PARTS, reads_text=False),
     PageSpec("app_pages/shapes.py", N_("Shapes and costs"), "📐", PARTS),
+    # The lessons, in the seed's order (its section numbers are in each page's header).
+    PageSpec("app_pages/lesson_architecture.py", N_("3.2 The architecture"), "🏛️", LESSONS,
+             reads_text=False),
+    PageSpec("app_pages/lesson_positions.py", N_("3.4 Why positions"), "🔀", LESSONS,
+             reads_text=False),
+    PageSpec("app_pages/lesson_see_it.py", N_("3.4 Who looks at whom"), "👀", LESSONS,
+             reads_text=False),
+    PageSpec("app_pages/lesson_generation.py", N_("3.4 Generation and the KV cache"), "🧮",
+             LESSONS, reads_text=False, link=(("generator", "gen_model", str),
+                                              *_widgets(layer="gen_layer", step="gen_step"))),
+    PageSpec("app_pages/lesson_families.py", N_("3.7 Three families"), "👪", LESSONS,
+             reads_text=False),
+    PageSpec("app_pages/lesson_qkv.py", N_("4.2 Query, key, value"), "🔑", LESSONS,
+             reads_text=False, link=_widgets("qkv_kind", "qkv_layer", "qkv_head", "qkv_step")),
+    PageSpec("app_pages/lesson_hand.py", N_("4.3 By hand"), "✍️", LESSONS, reads_text=False,
+             link=_widgets(step="hand_step")),
+    PageSpec("app_pages/lesson_scaling.py", N_("4.4 Why divide by √dₖ"), "➗", LESSONS,
+             reads_text=False),
+    PageSpec("app_pages/lesson_multihead.py", N_("4.6 Multi-head"), "🐙", LESSONS,
+             reads_text=False, link=_widgets("mh_kind", "mh_layer", step="mh_step")),
+    PageSpec("app_pages/lesson_complexity.py", N_("4.8 Complexity"), "📈", LESSONS,
+             reads_text=False),
 )
+LESSON_PAGES = tuple(page for page in PAGES if page.group == LESSONS)

@@ -14,6 +14,7 @@ the link asked for something this model or text does not have.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import streamlit as st
@@ -129,3 +130,20 @@ def slider(label: str, min_value, max_value, value, *, key: str, container=st, *
     _drawn(key)
     default = {} if _remembered(key) else {"value": value}
     return container.slider(label, min_value, max_value, key=key, **default, **kwargs)
+
+
+def number_value(key: str, default: float, label: str, limit: float,
+                 empty_ok: bool = False) -> None:
+    """Before a ``st.number_input`` keyed ``key`` is drawn: a remembered value it cannot show
+    (text, NaN, ±∞, beyond ±``limit``; None unless ``empty_ok``) goes back to ``default``,
+    and the page says so."""
+    value = st.session_state.setdefault(key, default)
+    if value is None and empty_ok:
+        return
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
+            and abs(value) <= limit:
+        return
+    st.warning(literal(_("{label} held “{value}”, which is not a number from −{limit:g} to "
+                         "{limit:g}; it is back to the lesson's {default:g}.").format(
+        label=label, value=str(value)[:20], limit=limit, default=default)))
+    st.session_state[key] = default

@@ -10,12 +10,14 @@ bundled model, such as Translate with own-translator, may use that model's own m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .facts import Family, ModelDims, PositionInfo
+import numpy as np
+
+from .facts import Family, ModelDims, PositionInfo, Step
 
 if TYPE_CHECKING:
-    import numpy as np
     import torch
 
     from .budget import Lengths
@@ -81,5 +83,78 @@ class LoadedModel(Protocol):
             text: the input (single-stack: the whole prompt; encoder-decoder: the source).
             target: encoder-decoder only: teacher-forced target text; None traces the
                 model's own output.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Greedy generation with a KV cache, one token per step (seed 3.4 step 3 and 3.8), with
+    the size of the cache measured from its tensors after every step.
+
+    Step 1 reads everything the model has before it writes (a decoder-only model's prompt, an
+    encoder-decoder's ``<bos>``) and writes the first token; every later step reads the token
+    written before it, adds its keys and values to the cache and writes one more.
+
+    Attributes:
+        model: the SPEC of the model that generated.
+        prompt_tokens: what the model read before generating: the prompt (decoder-only) or
+            the source sentence (encoder-decoder), display tokens.
+        steps: one :class:`~model.facts.Step` per step: the token written, its probability and
+            the most probable tokens.
+        cached_tokens: ``[step]``: tokens in each decoder layer's self-attention cache after
+            the step (the step's query rows end there).
+        self_cache_bytes: ``[step, layer]`` int64: bytes of the keys and values that each
+            decoder layer's self-attention holds after the step, read from the cache tensors.
+        cross_cache_bytes: ``[layer]`` int64: bytes of each decoder layer's cross-attention keys
+            and values, computed once from the encoder's output before step 1 and reused by
+            every step (all zeros for a decoder-only model).
+        bytes_per_element: the size of one cached number (4 for float32).
+        trace: the attention of the decoder over every token it read, in one causal pass
+            (decoder-only: the prompt then the tokens written; encoder-decoder: ``<bos>`` then
+            the tokens written, with the source): its first ``cached_tokens[s - 1]`` query rows
+            are what steps 1..s computed.
+    """
+
+    model: str
+    prompt_tokens: tuple[str, ...]
+    steps: tuple[Step, ...]
+    cached_tokens: np.ndarray
+    self_cache_bytes: np.ndarray
+    cross_cache_bytes: np.ndarray
+    bytes_per_element: int
+    trace: AttentionTrace
+
+    def __post_init__(self) -> None:
+        n = len(self.steps)
+        cached = np.asarray(self.cached_tokens, dtype=np.int64)
+        self_bytes = np.asarray(self.self_cache_bytes, dtype=np.int64)
+        cross = np.asarray(self.cross_cache_bytes, dtype=np.int64)
+        if cached.shape != (n,) or self_bytes.ndim != 2 or self_bytes.shape[0] != n:
+            raise ValueError(f"{n} steps, {cached.shape} token counts and "
+                             f"{self_bytes.shape} cache sizes disagree")
+        if cross.shape != self_bytes.shape[1:]:
+            raise ValueError(f"{cross.shape} cross-attention sizes for "
+                             f"{self_bytes.shape[1]} layers")
+        for name, array in (("cached_tokens", cached), ("self_cache_bytes", self_bytes),
+                            ("cross_cache_bytes", cross)):
+            array.setflags(write=False)  # shared by every session of a server
+            object.__setattr__(self, name, array)
+        object.__setattr__(self, "prompt_tokens", tuple(self.prompt_tokens))
+        object.__setattr__(self, "steps", tuple(self.steps))
+
+
+@runtime_checkable
+class Generates(Protocol):
+    """A model that writes greedily with a KV cache and measures the cache as it grows
+    (own-translator, decoder-only Hugging Face models)."""
+
+    def generate(self, text: str, max_new_tokens: int | None = None) -> Generation:
+        """Write up to ``max_new_tokens`` tokens (fewer when the end token comes first)
+        after ``text`` (decoder-only: the prompt; encoder-decoder: the source), greedily.
+
+        Raises:
+            ValueError: the text is empty or the model cannot read it, or the model does not
+                generate this way (an encoder-only model).
         """
         ...

@@ -18,7 +18,15 @@ from i18n import N_, _
 
 from .labels import axis_ticks, check_weights, escape, labels_that_fit
 from .pooling import block_factor, block_labels, pool_allowed, pool_weights
-from .style import MASK_COLOR, SMALL_TICK_FONT, WEIGHT_SCALE, head_name, themed
+from .style import (
+    HIGHLIGHT_COLOR,
+    MASK_COLOR,
+    SMALL_TICK_FONT,
+    TRANSPARENT,
+    WEIGHT_SCALE,
+    head_name,
+    themed,
+)
 
 # The plot width a full-width heatmap gets on a 1024 px screen; half-width ones (Translate's
 # columns) hold short sentences, whose labels all fit anyway.
@@ -86,11 +94,33 @@ def _pooled(weights, allowed, query_tokens, key_tokens, max_side: int):
     return weights, allowed, block_labels(query_tokens, fq), block_labels(key_tokens, fk), note
 
 
+HIGHLIGHT_WIDTH = 4  # px: the outline of a highlighted cell
+
+
+def _outline(query: int, key: int, n_q: int, n_k: int, max_side: int) -> dict:
+    """A rectangle shape around cell ``(query, key)`` (around its block on a pooled axis)."""
+    fq, fk = block_factor(n_q, max_side), block_factor(n_k, max_side)
+    row, col = query // fq, key // fk
+    return {"type": "rect", "x0": col - 0.5, "x1": col + 0.5, "y0": row - 0.5, "y1": row + 0.5,
+            "line": {"color": HIGHLIGHT_COLOR, "width": HIGHLIGHT_WIDTH},
+            "fillcolor": TRANSPARENT, "layer": "above"}
+
+
+def _check_highlight(highlight, n_q: int, n_k: int) -> tuple[int, int] | None:
+    if highlight is None:
+        return None
+    query, key = (int(i) for i in highlight)
+    if not (0 <= query < n_q and 0 <= key < n_k):
+        raise ValueError(f"cell {highlight} is outside the {n_q}×{n_k} weights")
+    return query, key
+
+
 def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
                       allowed=None, title: str = "", x_title: str | None = None,
                       y_title: str | None = None, max_side: int = 256,
                       special: tuple[Sequence[int], Sequence[int]] = ((), ()),
-                      zmax: float = 1.0, query_hover: Sequence[str] | None = None) -> go.Figure:
+                      zmax: float = 1.0, query_hover: Sequence[str] | None = None,
+                      highlight: tuple[int, int] | None = None) -> go.Figure:
     """Heatmap of one head's attention.
 
     Args:
@@ -106,12 +136,17 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         zmax: the weight drawn darkest (1 by default; lower it to see long inputs' spread).
         query_hover: what hovering a row says of its query (default ``"i: token"``); unused
             when long axes are pooled into blocks.
+        highlight: ``(query, key)``: a cell outlined (its block when the axes are pooled),
+            e.g. a pair a lesson points at.
 
     Returns:
-        a figure whose first trace holds the weights (masked cells NaN) with a colour bar.
+        a figure whose first trace holds the weights (masked cells NaN) with a colour bar; a
+        highlighted cell is the layout's one shape, outlined in HIGHLIGHT_COLOR.
     """
     weights = check_weights(weights, query_tokens, key_tokens)
     allowed = _check_allowed(allowed, weights.shape)
+    highlight = _check_highlight(highlight, *weights.shape)
+    outline = None if highlight is None else _outline(*highlight, *weights.shape, max_side)
     x_title = _("key (attended to)") if x_title is None else x_title
     y_title = _("query (attending)") if y_title is None else y_title
     if weights.shape[0] > max_side or weights.shape[1] > max_side:
@@ -140,12 +175,15 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
                      zeroline=False, **axis_ticks(key_tokens, x_labels, special=special[1]))
     fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, zeroline=False,
                      **axis_ticks(query_tokens, y_labels, special=special[0]))
+    if outline is not None:
+        fig.add_shape(**outline)
     return themed(fig)
 
 
 def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
                allowed=None, cols: int = 4, title: str = "", max_side: int = 64,
-               zmax: float = 1.0, query_hover: Sequence[str] | None = None) -> go.Figure:
+               zmax: float = 1.0, query_hover: Sequence[str] | None = None,
+               highlight: tuple[int, int, int] | None = None) -> go.Figure:
     """All heads of one layer as small heatmaps on one colour scale.
 
     Args:
@@ -157,6 +195,7 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         max_side: longest axis drawn cell by cell in each small heatmap; longer are pooled.
         zmax: the weight drawn darkest.
         query_hover: what hovering a row says of its query (see :func:`attention_heatmap`).
+        highlight: ``(head, query, key)``: a cell outlined in that head's heatmap.
 
     Returns:
         a figure with one weight trace per head (in head order, subplot titles ``head h``),
@@ -164,6 +203,13 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
     """
     layer_weights = check_weights(layer_weights, query_tokens, key_tokens, ndim=3)
     allowed = _check_allowed(allowed, layer_weights.shape[1:])
+    outline = None
+    if highlight is not None:
+        head, *cell = (int(i) for i in highlight)
+        if not 0 <= head < layer_weights.shape[0]:
+            raise ValueError(f"head {head} is outside the {layer_weights.shape[0]} heads")
+        cell = _check_highlight(cell, *layer_weights.shape[1:])
+        outline = (head, _outline(*cell, *layer_weights.shape[1:], max_side))
     layer_weights, allowed, query_tokens, key_tokens, note = _pooled(
         layer_weights, allowed, query_tokens, key_tokens, max_side)
     if note:
@@ -191,6 +237,8 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
                          zeroline=False, row=row + 1, col=col + 1, **x_ticks)
         fig.update_yaxes(autorange="reversed", tickfont=SMALL_TICK_FONT, showgrid=False,
                          zeroline=False, row=row + 1, col=col + 1, **y_ticks)
+        if outline is not None and outline[0] == h:
+            fig.add_shape(**outline[1], row=row + 1, col=col + 1)
     fig.update_layout(
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": _("weight")}}},

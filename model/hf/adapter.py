@@ -23,7 +23,8 @@ from i18n import _
 from ..budget import Lengths, lazy_bytes
 from ..device import resolve_device
 from ..errors import ModelLoadError
-from ..facts import Family, ModelDims, PositionInfo, model_facts
+from ..facts import Family, ModelDims, PositionInfo, Step, model_facts
+from ..interface import Generation
 from ..policy import OPEN, LoadPolicy
 from ..text import check_texts
 from ..trace import AttentionTrace
@@ -33,6 +34,7 @@ from .config import auto_class, detect_family, read_dims, read_positions
 from .labels import display_tokens
 
 MAX_NEW_TOKENS = 64
+TOP_K = 5  # the most probable tokens each generation step records
 # What reading a broken or foreign checkpoint raises, from transformers, safetensors, the GGUF
 # reader and torch's unpickler: all become a ModelLoadError.
 LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, StopIteration,
@@ -205,6 +207,62 @@ class HFModel:
         """
         return self.trace_batch([text], None if target is None else [target])[0]
 
+    def generate(self, text: str, max_new_tokens: int | None = None) -> Generation:
+        """Continue ``text`` greedily with transformers' KV cache (decoder-only models),
+        measuring the cache after every step.
+
+        Step 1 reads the whole prompt at once (the prefill) and caches its keys and values in
+        every layer; each later step reads only the token written before it, appending one key
+        and one value per K/V head and layer. Writing stops at the end token or after
+        ``max_new_tokens`` tokens (default 8).
+
+        Returns:
+            a :class:`~model.interface.Generation` whose cache sizes are the bytes of the
+            cache's tensors, and whose trace is one causal pass over the prompt and every token
+            written but the last (the tokens the cache held at the end).
+
+        Raises:
+            ValueError: the text is empty or too long, or the model is not decoder-only.
+        """
+        if self.family is not Family.DECODER_ONLY:
+            raise ValueError(_("{model} is {family}: only decoder-only models generate here, "
+                               "one token at a time after a prompt").format(
+                model=self.name, family=self.family.value))
+        prompt = self.prepare_inputs([text])["input_ids"]  # [batch, prompt]
+        limit = max_new_tokens or 8
+        end = self.tokenizer.eos_token_id
+        fed, cache, chosen, probabilities, tops, sizes, cached = prompt, None, [], [], [], [], []
+        with torch.inference_mode():
+            for _step in range(limit):
+                out = self.model(input_ids=fed, cache=cache, use_cache=True, logits_to_keep=1)
+                cache = out.cache
+                probs = torch.softmax(out.logits[0, -1].float(), dim=-1)  # [vocab]
+                token = int(probs.argmax())
+                top = probs.topk(min(TOP_K, probs.numel()))
+                chosen.append(token)
+                probabilities.append(float(probs[token]))
+                tops.append(list(zip(top.indices.tolist(), top.values.tolist())))
+                sizes.append([_nbytes(layer.keys) + _nbytes(layer.values)
+                              for layer in cache.layers])
+                cached.append(int(cache.layers[0].keys.shape[2]))
+                if token == end:
+                    break
+                fed = torch.tensor([[token]], device=self.device)  # [batch, 1]
+        ids = [*prompt[0].tolist(), *chosen]
+        labels, _special = display_tokens(self.tokenizer, ids)
+        n_prompt = prompt.shape[1]
+        steps = tuple(
+            Step(step=t, token=labels[n_prompt + t], probability=p,
+                 top_k=tuple((display_tokens(self.tokenizer, [i])[0][0], float(q))
+                             for i, q in top))
+            for t, (p, top) in enumerate(zip(probabilities, tops)))
+        return Generation(
+            model=self.name, prompt_tokens=tuple(labels[:n_prompt]), steps=steps,
+            cached_tokens=np.array(cached), self_cache_bytes=np.array(sizes),
+            cross_cache_bytes=np.zeros(len(sizes[0]), dtype=np.int64),
+            bytes_per_element=cache.layers[0].keys.element_size(),
+            trace=self.trace_ids(ids[:-1]))
+
     def _encode(self, texts: list[str]):
         return self.tokenizer(texts, return_tensors="pt", padding=True, truncation=False)
 
@@ -331,3 +389,7 @@ class HFModel:
             unknown={axis: found for axis, found in unknown.items() if found},
             meta=model_facts(self.dims, self.positions, model_type=self.config.model_type),
             **tokens)
+
+
+def _nbytes(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()

@@ -5,13 +5,19 @@ Greedy decoding writes one word at a time (seed 3.4 step 3). ``trace`` (inherite
 written) and the attention of every step: the decoder is causal, so row t of the final pass is
 exactly what step t saw (a test checks this against step-by-step decoding). ``steps`` holds
 each step's next-token distribution (a :class:`~model.facts.Step`).
+
+``generate`` decodes the same way with a KV cache, as a served model does: each step projects
+only the newest token to keys and values and appends them to every decoder layer's cache, while
+the cross-attention keys and values are projected once from the encoder's output.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors.torch import load_file
 
@@ -19,9 +25,12 @@ from i18n import _
 
 from ..device import resolve_device
 from ..facts import Step
-from .adapter import OwnModel
+from ..interface import Generation
+from ..text import check_text
+from .adapter import OwnModel, _encode
 from .config import TransformerConfig
-from .transformer import Transformer
+from .position_encoding import rope_rotate
+from .transformer import MultiHeadAttention, Transformer, attention
 from .vocab import SPECIALS, WordVocab, split_words
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -106,3 +115,116 @@ class Translator(OwnModel):
                  top_k=tuple((self.tgt_vocab.itos[i], float(p))
                              for p, i in zip(top.values[t].tolist(), top.indices[t].tolist())))
             for t, token_id in enumerate(written))
+
+    @torch.inference_mode()
+    def generate(self, text: str, max_new_tokens: int | None = None) -> Generation:
+        """Greedy translation of ``text`` with a KV cache, measured after every step.
+
+        Step t feeds one token (``<bos>``, then the word written at step t − 1) through the
+        decoder: each layer's self-attention projects it to one key and one value per head and
+        appends them to that layer's cache, so its query reads every cached key without the
+        earlier tokens being computed again; cross-attention reads keys and values projected
+        once from the encoder's output. Writing stops at ``<eos>`` (or any special token) or
+        after ``max_new_tokens`` tokens (default ``2 n + 10`` for ``n`` source words, as
+        :meth:`translate_ids`).
+
+        Returns:
+            a :class:`~model.interface.Generation` whose cache sizes are the bytes of the
+            cache tensors, and whose trace is the teacher-forced pass over ``<bos>`` and the
+            words written (its rows are what the steps computed: the decoder is causal).
+
+        Raises:
+            ValueError: the text holds no words or words outside the vocabulary.
+        """
+        check_text(text)
+        words = split_words(text)
+        if not words:
+            raise ValueError(_("the text holds no words"))
+        src_ids = _encode(self.src_vocab, words, "source")
+        net = self.network
+        src = torch.tensor([src_ids], device=self.device)  # [batch, source]
+        memory, src_mask = net.encode(src)  # [batch, source, d_model]
+        layers = list(net.decoder.layers)
+        # Cross-attention keys and values: once, from the encoder's output.
+        cross = [(_heads(layer.cross_attn, layer.cross_attn.W_K(memory)),  # [b, h, src, d]
+                  _heads(layer.cross_attn, layer.cross_attn.W_V(memory)))
+                 for layer in layers]
+        cross_bytes = [_nbytes(k) + _nbytes(v) for k, v in cross]
+        cache: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(layers)
+        limit = max_new_tokens or self._default_target_words(len(src_ids))
+        token, steps, sizes, cached = self.tgt_vocab.bos_id, [], [], []
+        for t in range(limit):
+            x = self._embed_at(token, t)  # [batch, 1, d_model]
+            for i, layer in enumerate(layers):
+                x, cache[i] = _cached_layer(layer, x, cache[i], t, cross[i], src_mask)
+            probs = torch.softmax(net.generator(x[:, -1]).float(), dim=-1)[0]  # [vocab]
+            token = int(probs.argmax())
+            top = probs.topk(min(TOP_K, probs.numel()))
+            steps.append(Step(step=t, token=self.tgt_vocab.itos[token],
+                              probability=float(probs[token]),
+                              top_k=tuple((self.tgt_vocab.itos[j], float(p)) for p, j in
+                                          zip(top.values.tolist(), top.indices.tolist()))))
+            sizes.append([_nbytes(k) + _nbytes(v) for k, v in cache])
+            cached.append(cache[0][0].shape[2])
+            if self.tgt_vocab.itos[token] in SPECIALS:
+                break
+        written = [step.token for step in steps[:-1]]  # the words fed back in
+        trace = self.trace(text, target=" ".join(written))
+        return Generation(model=self.name, prompt_tokens=tuple(words), steps=tuple(steps),
+                          cached_tokens=np.array(cached), self_cache_bytes=np.array(sizes),
+                          cross_cache_bytes=np.array(cross_bytes),
+                          bytes_per_element=cache[0][0].element_size(), trace=trace)
+
+    def _embed_at(self, token: int, position: int) -> torch.Tensor:
+        """The decoder's input for one token at ``position``: its embedding × √d_model plus the
+        sinusoidal row of that position (as :class:`~model.own.transformer.Embeddings`)."""
+        embed = self.network.tgt_embed
+        if position >= embed.max_len:
+            raise ValueError(_("sequence of {length} tokens is longer than max_len={max_len}")
+                             .format(length=position + 1, max_len=embed.max_len))
+        ids = torch.tensor([[token]], device=self.device)  # [batch, 1]
+        x = embed.token(ids) * math.sqrt(embed.d_model)  # [batch, 1, d_model]
+        if embed.pe is not None:
+            x = x + embed.pe[position]
+        return embed.dropout(x)
+
+
+def _heads(attn: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
+    """``[batch, pos, d_model] -> [batch, head, pos, d_head]``."""
+    return attn.split_heads(x)
+
+
+def _nbytes(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+def _attend(attn: MultiHeadAttention, x, keys, values, mask=None, position=None):
+    """One query token ``x [batch, 1, d_model]`` against cached ``keys``/``values``
+    ``[batch, head, key, d_head]``: the sublayer's output ``[batch, 1, d_model]``."""
+    q = _heads(attn, attn.W_Q(x))  # [batch, head, 1, d_head]
+    if position is not None and attn.rope_base is not None:
+        q = rope_rotate(q, torch.tensor([position]), attn.rope_base)
+    z, _weights = attention(q, keys, values, mask)  # [batch, head, 1, d_head]
+    # [batch, head, 1, d_head] -> [batch, 1, d_model]
+    return attn.W_O(z.transpose(1, 2).reshape(x.size(0), 1, attn.n_heads * attn.d_head))
+
+
+def _cached_layer(layer, x, cache, position: int, cross, src_mask):
+    """One decoder layer for the newest token at ``position``: its key and value appended to
+    ``cache`` (``(keys, values)`` ``[batch, head, tokens, d_head]``, or None before step 1).
+
+    Returns:
+        ``(output [batch, 1, d_model], the grown cache)``.
+    """
+    attn = layer.self_attn
+    k = _heads(attn, attn.W_K(x))  # [batch, head, 1, d_head]
+    v = _heads(attn, attn.W_V(x))  # [batch, head, 1, d_head]
+    if attn.rope_base is not None:
+        k = rope_rotate(k, torch.tensor([position]), attn.rope_base)
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    # The newest token may read every cached key: no mask is needed.
+    x = layer.residual_self(x, _attend(attn, x, k, v, position=position))
+    if layer.cross_attn is not None:
+        x = layer.residual_cross(x, _attend(layer.cross_attn, x, *cross, mask=src_mask))
+    return layer.residual_ffn(x, layer.ffn(x)), (k, v)
