@@ -13,11 +13,11 @@ their capture) and :mod:`.analysis` (numbers computed from a trace).
 
 from .errors import ModelLoadError, UnknownWordsError
 from .facts import Family, ModelDims, PositionInfo, Step
-from .interface import LoadedModel
+from .interface import Generates, Generation, LoadedModel
 from .loader import BUNDLED, MAX_SPEC, load
 from .own.config import TransformerConfig
 from .trace import AttentionTrace
 
-__all__ = ["BUNDLED", "MAX_SPEC", "AttentionTrace", "Family", "LoadedModel", "ModelDims",
-           "ModelLoadError", "PositionInfo", "Step", "TransformerConfig", "UnknownWordsError",
-           "load"]
+__all__ = ["BUNDLED", "MAX_SPEC", "AttentionTrace", "Family", "Generates", "Generation",
+           "LoadedModel", "ModelDims", "ModelLoadError", "PositionInfo", "Step",
+           "TransformerConfig", "UnknownWordsError", "load"]
