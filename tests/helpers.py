@@ -234,8 +234,20 @@ def choose_model(page, spec: str) -> None:
 
 def choose(page, label: str, option: str) -> None:
     """Choose ``option`` in the select box labelled ``label``."""
-    page.get_by_role("combobox", name=label, exact=True).first.click()
-    page.get_by_role("option", name=option, exact=True).click()
+    box = page.get_by_role("combobox", name=label, exact=True).first
+    found = page.get_by_role("option", name=option, exact=True)
+    for _attempt in range(3):
+        # a box low in a long sidebar is scrolled to first: a click while it scrolls only
+        # focuses it, and the menu stays closed
+        box.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        box.click()
+        try:
+            found.wait_for(timeout=5_000)
+            break
+        except Exception:  # the menu did not open: Escape, and try again
+            page.keyboard.press("Escape")
+    found.click()
     page.wait_for_timeout(500)
 
 

@@ -11,7 +11,7 @@ from urllib.parse import quote, urlencode
 import pytest
 
 import i18n
-from tests.helpers import CHROMIUM, ROOT, chromium_page, served_app, wait_for_run
+from tests.helpers import CHROMIUM, ROOT, choose, chromium_page, served_app, wait_for_run
 from tests.test_screenshots import OVERLAPS_JS
 
 pytestmark = [
@@ -126,13 +126,6 @@ def test_a_link_reopens_the_same_head_in_a_fresh_browser():
             browser.close()
 
 
-def _choose(page, label: str, *options: str) -> None:
-    page.get_by_role("combobox", name=label, exact=True).first.click()
-    for option in options:
-        found = page.get_by_role("option", name=option, exact=True)
-        if found.count():
-            found.click()
-            break
-    else:
-        raise AssertionError(f"none of {options} offered by {label}")
+def _choose(page, label: str, option: str) -> None:
+    choose(page, label, option)
     wait_for_run(page)
