@@ -235,6 +235,7 @@ def choose_model(page, spec: str) -> None:
 def choose(page, label: str, option: str) -> None:
     """Choose ``option`` in the select box labelled ``label``."""
     box = page.get_by_role("combobox", name=label, exact=True).first
+    box.wait_for(timeout=120_000)  # a loaded machine may still be drawing the page
     found = page.get_by_role("option", name=option, exact=True)
     for _attempt in range(3):
         # a box low in a long sidebar is scrolled to first: a click while it scrolls only
