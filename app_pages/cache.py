@@ -296,6 +296,23 @@ def get_generation(spec: str, device: str, text: str, new_tokens: int | None = N
                    lambda: model_.generate(text, new_tokens))
 
 
+def get_layer_weights(run, name: str, layer: int) -> np.ndarray:
+    """Every head of one layer of a run's trace, ``[head, query, key]``, read-only. A trace
+    that computes heads when asked (pretrained models) computes the layer once: changing
+    the head, the colours or anything else on the page reads it from here. A trace that
+    holds its weights gives a view of them, which is not kept twice."""
+    key = ("layer", *run.key, name, layer)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    with st.spinner(_("Computing every head of the layer…")), shared_cache().slot(), \
+            memory_guard(_("drawing every head of the layer")):
+        weights = run.trace.layer_weights(name, layer)
+    if weights.base is not None:  # a view into the trace itself: nothing was computed
+        return weights
+    return shared_cache().get(key, lambda: _readonly(weights))
+
+
 def get_head_stats(run, name: str) -> dict:
     """:func:`model.analysis.statistics.head_stats` of a :class:`~app_pages.common.Run`'s
     trace (slow for long inputs: every head)."""

@@ -7,7 +7,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.cache import heavy_work
+from app_pages.cache import get_layer_weights, heavy_work
 from app_pages.common import (
     FAMILY_NAMES,
     SCHEME_NAMES,
@@ -27,7 +27,8 @@ HIGHLIGHT = "explore_highlight"  # a cell another page asked to outline (a lesso
 SEE_IT = next(page.title for page in PAGES if page.path == "app_pages/lesson_see_it.py")
 
 st.title(_("Explore attention"))
-trace = load_run().trace
+run = load_run()
+trace = run.trace
 if "open_head" in st.session_state:  # a click in another view chose a head
     opened = st.session_state.pop("open_head")
     try:  # (kind, layer, head), or with the cell to outline: (query, key, its two labels)
@@ -82,7 +83,8 @@ scale = widgets.radio(
            ).format(fit_above=FIT_ABOVE))
 # the layer's heads, pooled for drawing
 with heavy_work(_("drawing every head of the layer")):
-    view = layer_view(trace, name, layer, head, fit=COLOUR_SCALES[scale])  # every head once
+    view = layer_view(trace, name, layer, head, fit=COLOUR_SCALES[scale],  # every head once
+                      layer_weights=get_layer_weights(run, name, layer))
     heatmap = viz.attention_heatmap(
         view.weights, rows.labels, k_tokens, allowed=view.allowed,
         title=_("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head),

@@ -534,3 +534,42 @@ def test_reruns_share_one_trace_and_auto_shares_the_resolved_device():
     assert get_trace("own-random", "auto", "shared trace test") is first
     with pytest.raises(ValueError):
         first.stack("encoder.self")[0, 0, 0, 0] = 1  # shared, so read-only
+
+
+def test_a_head_change_reads_the_layer_from_the_cache_and_never_runs_the_model(
+        tiny_checkpoints, monkeypatch):
+    """A pretrained model's trace computes a layer's heads when asked: Explore asks once per
+    layer, then a head change (or a colour-scale change) costs neither the model nor the
+    layer again."""
+    import torch
+
+    from model.trace import AttentionTrace
+
+    layers, forwards = [], []
+    real_layer = AttentionTrace.layer_weights
+
+    def counted_layer(self, name, layer):
+        layers.append((name, layer))
+        return real_layer(self, name, layer)
+
+    from app_pages.cache import shared_cache
+
+    shared_cache.clear()  # traces and layers of earlier tests: computed anew here
+    monkeypatch.setattr(AttentionTrace, "layer_weights", counted_layer)
+    hook = torch.nn.modules.module.register_module_forward_hook(
+        lambda module, args, output: forwards.append(type(module).__name__))
+    try:
+        at = app_test("explore", model_choice="other…",
+                      model_other=str(tiny_checkpoints["llama"]), text=SEED_SENTENCE)
+        assert not at.exception and at.get("plotly_chart")
+        assert layers and forwards  # the first view traced the text and computed the layer
+        layers.clear()
+        forwards.clear()
+        at.selectbox(key="head").set_value(1).run()
+        at.radio(key="colour_scale").set_value("full").run()
+        assert not at.exception
+        assert layers == [] and forwards == []
+        at.selectbox(key="layer").set_value(1).run()
+        assert layers == [("decoder.self", 1)] and forwards == []  # a new layer: once
+    finally:
+        hook.remove()

@@ -115,15 +115,18 @@ FIT_ABOVE = 32  # keys: past this many, rows spread thin and colours are fitted 
 
 
 def layer_view(trace: AttentionTrace, name: str, layer: int, head: int,
-               fit: bool | None = None) -> LayerView:
+               fit: bool | None = None, layer_weights=None) -> LayerView:
     """Every head of ``layer`` once, the chosen ``head``, the mask and the colour ceiling.
 
     Args:
         fit: fit the colours (see :attr:`LayerView.zmax`): long inputs spread each row thin,
             so every weight is small; None fits when there are more than :data:`FIT_ABOVE`
             keys.
+        layer_weights: the layer's ``[head, query, key]`` weights when already computed (a
+            cache); read from the trace otherwise.
     """
-    layer_weights = trace.layer_weights(name, layer)  # [head, query, key]
+    if layer_weights is None:
+        layer_weights = trace.layer_weights(name, layer)  # [head, query, key]
     if not 0 <= head < len(layer_weights):
         raise ValueError(_("head {head} is out of range 0..{last}").format(
             head=head, last=len(layer_weights) - 1))
