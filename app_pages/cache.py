@@ -28,6 +28,7 @@ import streamlit as st
 import model
 import viz
 from i18n import _, language
+from model.analysis.lesson_math import dot_products, gradient_by_width, spread_by_width
 from model.analysis.rollout import rollout
 from model.analysis.statistics import head_stats
 from model.budget import check_request, memory_guard
@@ -311,6 +312,19 @@ def get_layer_weights(run, name: str, layer: int) -> np.ndarray:
     if weights.base is not None:  # a view into the trace itself: nothing was computed
         return weights
     return shared_cache().get(key, lambda: _readonly(weights))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def get_dot_products(d_k: int) -> np.ndarray:
+    """Lesson 4.4's seeded random q·k at width ``d_k``: the same on every run, computed once."""
+    return _readonly(dot_products(d_k))
+
+
+@st.cache_resource(show_spinner=False)
+def get_width_statistics() -> tuple:
+    """Lesson 4.4's seeded spread and softmax gradient at every width, computed once:
+    ``(spreads, (gradient without ÷√d_k, with it))``."""
+    return _readonly((spread_by_width(), gradient_by_width()))
 
 
 def get_head_stats(run, name: str) -> dict:

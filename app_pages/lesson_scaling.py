@@ -9,7 +9,7 @@ import math
 import streamlit as st
 
 from app_pages import widgets
-from app_pages.cache import get_trace
+from app_pages.cache import get_dot_products, get_trace, get_width_statistics
 from app_pages.common import chart, kind_selector, literal, settings
 from app_pages.lesson import footer, header
 from i18n import _
@@ -18,9 +18,6 @@ from model.analysis.lesson_math import (
     LARGEST_INPUT,
     SEED_SCORES,
     WIDTH_SAMPLES,
-    dot_products,
-    gradient_by_width,
-    spread_by_width,
     trace_scaling,
     two_scores,
 )
@@ -52,7 +49,7 @@ d_k = widgets.select_slider(_("d_k, the width of q and k"), D_K_CHOICES, 64, key
 root = math.sqrt(d_k)
 
 st.subheader(_("1 · The spread of q·k grows like √d_k"))
-products = dot_products(d_k)
+products = get_dot_products(d_k)
 spread = float(products.std())
 m1, m2, m3 = st.columns(3)
 m1.metric(_("measured spread of q·k"), f"{spread:.2f}")
@@ -60,7 +57,7 @@ m2.metric("√d_k", f"{root:.2f}")
 m3.metric(_("spread of q·k / √d_k"), f"{spread / root:.2f}")
 chart(figures.dot_product_spread(products, d_k), key="scale_hist", name=("q_k", d_k))
 left, right = st.columns(2)
-spreads = spread_by_width()
+spreads, (without, with_) = get_width_statistics()
 chart(figures.spread_by_width(D_K_CHOICES, spreads, current=d_k),
       key="scale_by_width", container=left, share=0.5, name=("spread",))
 right.markdown(_(
@@ -99,7 +96,6 @@ chart(figures.softmax_pair(sat.raw, sat.scaled, [f"{s:g}" for s in sat.scores], 
       key="scale_softmax", container=plot, share=0.5, name=("softmax",))
 
 left, right = st.columns(2)
-without, with_ = gradient_by_width()
 chart(figures.gradient_by_width(D_K_CHOICES, without, with_, current=d_k),
       key="scale_gradient", container=left, share=0.5, name=("gradient",))
 right.markdown(_(
