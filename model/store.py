@@ -10,7 +10,9 @@ this one interface.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -57,6 +59,38 @@ def check_index(value, size: int, what: str, of: str = "") -> int:
     return value
 
 
+BLOCK_BYTES = 32 << 20  # weights of one block, [head, rows, keys] float32
+
+
+@dataclass(frozen=True)
+class Block:
+    """Weights of query rows ``start .. start + rows`` of some heads of a layer.
+
+    ``weights`` is ``[head, rows, keys]`` float32: a numpy view for a store that holds its
+    weights, a torch tensor on the model's device for one that computes them
+    (:mod:`model.blocked` reads both). Keys from ``weights.shape[-1]`` on are exactly 0: a
+    causal block stops at the last key its rows may see.
+    """
+
+    start: int
+    weights: Any
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.weights.shape[1]
+
+
+def rows_per_block(heads: int, keys: int, budget: int = BLOCK_BYTES) -> int:
+    """Query rows per block so that ``[heads, rows, keys]`` float32 holds ``budget`` bytes."""
+    return max(1, budget // (4 * max(1, heads) * max(1, keys)))
+
+
+def row_slices(rows: range, per_block: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of consecutive blocks of ``rows``."""
+    for start in range(rows.start, rows.stop, per_block):
+        yield start, min(start + per_block, rows.stop)
+
+
 def readonly(array: np.ndarray) -> np.ndarray:
     """``array`` as a numpy array that refuses writes."""
     array = np.asarray(array)
@@ -88,6 +122,12 @@ class AttentionStore(Protocol):
 
     def stack(self) -> np.ndarray:
         """Every layer and head: float32 ``[layer, head, query, key]``."""
+        ...
+
+    def blocks(self, layer: int, heads=None, rows: range | None = None,
+               budget: int = BLOCK_BYTES) -> Iterator[Block]:
+        """The weights of ``heads`` (default all) of one layer in blocks of query ``rows``
+        (default all), each a :class:`Block` of at most ``budget`` bytes."""
         ...
 
     def mask(self, layer: int) -> np.ndarray:
@@ -156,6 +196,16 @@ class DenseStore:
 
     def stack(self) -> np.ndarray:
         return self.weights
+
+    def blocks(self, layer: int, heads=None, rows: range | None = None,
+               budget: int = BLOCK_BYTES) -> Iterator[Block]:
+        weights = self.weights[self._layer(layer)]
+        if heads is not None:
+            weights = weights[[self._head(h) for h in heads]]
+        rows = range(weights.shape[1]) if rows is None else rows
+        for start, stop in row_slices(rows, rows_per_block(len(weights), weights.shape[2],
+                                                           budget)):
+            yield Block(start, weights[:, start:stop])
 
     def mask(self, layer: int) -> np.ndarray:
         self._layer(layer)

@@ -18,7 +18,7 @@ interface); a plain numpy array given for a kind is kept in a :class:`~model.sto
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from .facts import (
     Step,
     dims_from_facts,
 )
-from .store import AttentionStore, DenseStore, check_index, readonly
+from .store import BLOCK_BYTES, AttentionStore, Block, DenseStore, check_index, readonly
 
 TOKEN_FIELDS = {"tokens": ("tokens", "ids"), "source": ("source_tokens", "source_ids"),
                 "target": ("target_tokens", "target_ids")}
@@ -230,6 +230,24 @@ class AttentionTrace:
         """Every layer and head of ``name``: read-only float32 ``[layer, head, query, key]``."""
         array = np.asarray(self._store(name).stack(), dtype=np.float32)
         return readonly(array)
+
+    def blocks(self, name: str, layer: int, heads=None, rows: range | None = None,
+               budget: int = BLOCK_BYTES) -> Iterator[Block]:
+        """One layer's weights in blocks of query rows (see :mod:`model.blocked`, which reads
+        them): ``[head, rows, keys]`` at most ``budget`` bytes at a time, computed where the
+        model ran for a trace that computes heads when asked.
+
+        Args:
+            heads: the heads (default all), in the order the blocks hold them.
+            rows: the query rows (default all), a range of step 1 inside the queries.
+        """
+        layer = self._layer(name, layer)
+        heads = None if heads is None else [self._head(h) for h in heads]
+        n_q = self.attention[name].shape[2]
+        if rows is not None and not (isinstance(rows, range) and rows.step == 1
+                                     and 0 <= rows.start <= rows.stop <= n_q):
+            raise ValueError(f"rows {rows!r} must be a range of step 1 inside 0..{n_q}")
+        return self.attention[name].blocks(layer, heads, rows, budget)
 
     def scores(self, name: str, layer: int, head: int) -> np.ndarray:
         """Scores of one head before the mask and softmax: float32 ``[query, key]``.

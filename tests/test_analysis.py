@@ -11,8 +11,8 @@ from model import AttentionTrace, load
 from model.analysis.rollout import rollout
 from model.analysis.statistics import aggregate, head_stats, span_attention
 from model.analysis.views import (
+    colour_ceiling,
     generation_step,
-    layer_view,
     mask_panels,
     window,
     window_weights,
@@ -98,17 +98,19 @@ def test_aggregate_and_span_attention(seed_trace):
         aggregate(seed_trace, "encoder.self", layers=[], heads=[0])
 
 
-def test_layer_view_holds_the_layer_its_head_mask_and_fitted_ceiling(seed_trace):
-    view = layer_view(seed_trace, "decoder.self", 2, 5, fit=True)
-    np.testing.assert_array_equal(view.layer_weights, seed_trace.layer_weights("decoder.self", 2))
-    np.testing.assert_array_equal(view.weights, seed_trace.weights("decoder.self", 2, 5))
-    np.testing.assert_array_equal(view.allowed, seed_trace.mask("decoder.self", 2))
+def test_a_layers_colour_ceiling_is_fitted_to_its_largest_weight_away_from_the_first_token(
+        seed_trace):
+    from model.blocked import layer_summary
+
+    weights = seed_trace.layer_weights("decoder.self", 2)
+    peak = layer_summary(seed_trace, "decoder.self", 2).peak
     # fitted to the largest weight away from the first token: a causal first row is all 1
-    assert view.zmax == pytest.approx(float(view.layer_weights[:, 1:, 1:].max()))
-    assert view.zmax < view.layer_weights.max() == pytest.approx(1.0)
-    assert layer_view(seed_trace, "decoder.self", 2, 5).zmax == 1.0
-    with pytest.raises(ValueError, match="head 8 is out of range"):
-        layer_view(seed_trace, "decoder.self", 2, 8)
+    assert peak == pytest.approx(float(weights[:, 1:, 1:].max()))
+    zmax, fitted = colour_ceiling(peak, weights.shape[-1], fit=True)
+    assert fitted and zmax == pytest.approx(peak) and zmax < weights.max() == pytest.approx(1.0)
+    assert colour_ceiling(peak, weights.shape[-1]) == (1.0, False)  # a short input: 0 to 1
+    assert colour_ceiling(peak, 33) == (pytest.approx(peak), True)  # a long one is fitted
+    assert colour_ceiling(0.0, 99, fit=True)[0] == 1e-6  # never a zero range
 
 
 def test_windows_cut_queries_and_self_keys_but_keep_every_source_key(seed_trace):

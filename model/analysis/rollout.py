@@ -1,4 +1,4 @@
-"""Attention rollout (Abnar & Zuidema 2020) through a self-attention stack (numpy only).
+"""Attention rollout (Abnar & Zuidema 2020) through a self-attention stack.
 
 Average the heads of each layer, add the identity for the residual connection, renormalise the
 rows, and multiply through the layers. It is a rough picture of how information flows, not an
@@ -7,37 +7,58 @@ explanation of a decision.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
+from ..blocked import LayerSummary, factors
 from ..trace import AttentionTrace
+from .statistics import ROLLOUT_SIDE, layer_summaries
 from .views import FIT_ABOVE
 
 
-def rollout(trace: AttentionTrace, name: str, residual: float = 0.5) -> np.ndarray:
+def rollout(trace: AttentionTrace, name: str, residual: float = 0.5,
+            summaries: Sequence[LayerSummary] | None = None) -> np.ndarray:
     """Attention rollout through every layer of a self-attention stack.
+
+    Exact up to :data:`~model.analysis.statistics.ROLLOUT_SIDE` tokens. A longer input rolls
+    out blocks of tokens instead (:func:`rollout_factor` tokens each): each layer's mean
+    over heads is pooled first (a block's rows averaged, its keys summed, so rows still sum
+    to 1) and the pooled layers are multiplied, an approximation of pooling the exact
+    rollout that keeps the cost of a layer bounded.
 
     Args:
         trace: the trace.
         name: ``encoder.self`` or ``decoder.self``.
         residual: weight of the identity added for the residual stream (0.5 in the paper).
+        summaries: the layers' summaries when already made (one per layer, in order).
 
     Returns:
-        float64 ``[layer, query, key]``: entry l is the rollout through layers 0..l.
+        float64 ``[layer, query, key]`` (blocks of tokens for a long input): entry l is the
+        rollout through layers 0..l.
     """
     if not name.endswith(".self"):
         raise ValueError(f"rollout follows one token stream; {name} is cross-attention")
-    n_layers = trace.layers(name)
-    n = len(trace.axes(name)[0])
-    result = np.eye(n)
-    out = np.empty((n_layers, n, n))
-    for layer in range(n_layers):
-        mixed = residual * np.eye(n) + (1 - residual) * trace.mean_weights(name, layer)
-        mixed /= mixed.sum(axis=-1, keepdims=True)
+    if summaries is None:
+        summaries = layer_summaries(trace, name)
+    n = summaries[0].mean.shape[0]
+    eye = torch.eye(n, dtype=torch.float64)
+    result = eye
+    out = np.empty((len(summaries), n, n))
+    for layer, summary in enumerate(summaries):
+        mixed = residual * eye + (1 - residual) * torch.from_numpy(
+            np.asarray(summary.mean, dtype=np.float64))
+        mixed /= mixed.sum(dim=-1, keepdim=True)
         result = mixed @ result
-        out[layer] = result
+        out[layer] = result.numpy()
     return out
+
+
+def rollout_factor(n_tokens: int) -> int:
+    """Tokens per block of :func:`rollout` for an input of ``n_tokens`` (1: exact)."""
+    return factors(n_tokens, n_tokens, ROLLOUT_SIDE)[0]
 
 
 SINK_SHARE = 0.5  # a first-token column holding more than this much of the weight hides the rest

@@ -1,4 +1,4 @@
-"""Head statistics, aggregates over heads and span-to-span attention (numpy only).
+"""Head statistics, aggregates over heads and span-to-span attention (the heads read in row blocks by model.blocked).
 
 Attention weights show where a model looked, not why it decided: none of these numbers is an
 explanation.
@@ -6,10 +6,13 @@ explanation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from i18n import N_, _
 
+from ..blocked import LayerSummary, layer_summary
 from ..trace import AttentionTrace
 
 # What each statistic measures, in English (marked for the catalog): show ``_(STATS[key])``.
@@ -22,31 +25,47 @@ STATS = {
 }
 
 
-def head_stats(trace: AttentionTrace, name: str) -> dict[str, np.ndarray]:
+def head_stats(trace: AttentionTrace, name: str,
+               summaries: Sequence[LayerSummary] | None = None) -> dict[str, np.ndarray]:
     """Per-head statistics of :data:`STATS`, each float64 ``[layer, head]``.
 
-    Self-statistics (distance, previous token, self) need queries and keys on one axis; for
-    cross-attention they are NaN.
+    Every head of a layer is read in one pass, in row blocks where the model ran
+    (:func:`model.blocked.summarise`). Self-statistics (distance, previous token, self) need
+    queries and keys on one axis; for cross-attention they are NaN.
+
+    Args:
+        summaries: the layers' summaries when already made (one per layer, in order).
     """
-    n_layers, n_heads = trace.layers(name), trace.n_heads
-    q_tokens, k_tokens = trace.axes(name)
-    same_axis = name.endswith(".self")
-    n_q, n_k = len(q_tokens), len(k_tokens)
-    q_pos, k_pos = np.arange(n_q)[:, None], np.arange(n_k)[None, :]
-    stats = {key: np.full((n_layers, n_heads), np.nan) for key in STATS}
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            w = trace.weights(name, layer, head).astype(np.float64)  # [query, key]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                plogp = np.where(w > 0, w * np.log(w), 0.0)
-            stats["entropy"][layer, head] = -plogp.sum(-1).mean()
-            stats["first_token"][layer, head] = w[:, 0].mean()
-            if same_axis:
-                stats["distance"][layer, head] = (w * np.abs(q_pos - k_pos)).sum(-1).mean()
-                stats["self"][layer, head] = np.diagonal(w).mean()
-                if n_q > 1:
-                    stats["previous_token"][layer, head] = np.diagonal(w, offset=-1).mean()
-    return stats
+    if summaries is None:
+        summaries = layer_summaries(trace, name)
+    return {key: np.stack([s.stats[key] for s in summaries]).astype(np.float64)
+            for key in STATS}
+
+
+def layer_summaries(trace: AttentionTrace, name: str, progress=None) -> list[LayerSummary]:
+    """:func:`model.blocked.layer_summary` of every layer of ``name``, at the sizes the
+    analyses draw (:data:`TILE`, :data:`GRID`, :data:`ROLLOUT_SIDE`).
+
+    Args:
+        progress: called with ``(layers done, layers)`` after each layer.
+    """
+    n = trace.layers(name)
+    out = []
+    for layer in range(n):
+        out.append(summary_of(trace, name, layer))
+        if progress is not None:
+            progress(layer + 1, n)
+    return out
+
+
+def summary_of(trace: AttentionTrace, name: str, layer: int) -> LayerSummary:
+    """One layer's :class:`~model.blocked.LayerSummary` at the sizes the pages draw."""
+    return layer_summary(trace, name, layer, tile=TILE, grid=GRID, mean_side=ROLLOUT_SIDE)
+
+
+TILE = 16  # cells a side of a head's tile in the model view
+GRID = 64  # cells a side of each head in Explore's grid of a layer's heads
+ROLLOUT_SIDE = 512  # tokens up to which rollout is exact; longer inputs roll out blocks
 
 
 def aggregate(trace: AttentionTrace, name: str, layers, heads) -> np.ndarray:

@@ -90,51 +90,26 @@ def boundary_label(tokens, i: int) -> str:
     return _("end") if i >= len(tokens) else f"{i} · {tokens[i]}"
 
 
-@dataclass(frozen=True)
-class LayerView:
-    """One layer of one kind with a chosen head.
-
-    Attributes:
-        layer_weights: ``[head, query, key]``.
-        weights: the chosen head's ``[query, key]``.
-        allowed: the layer's mask, bool ``[query, key]``.
-        zmax: the weight drawn darkest: 1, or when fitted the layer's largest weight away
-            from the first token (whose row is all 1 in a causal model and whose column is
-            often an attention sink); weights above it are drawn darkest too.
-        fitted: whether the colours were fitted to the layer.
-    """
-
-    layer_weights: np.ndarray
-    weights: np.ndarray
-    allowed: np.ndarray
-    zmax: float
-    fitted: bool
-
-
 FIT_ABOVE = 32  # keys: past this many, rows spread thin and colours are fitted by default
 
 
-def layer_view(trace: AttentionTrace, name: str, layer: int, head: int,
-               fit: bool | None = None, layer_weights=None) -> LayerView:
-    """Every head of ``layer`` once, the chosen ``head``, the mask and the colour ceiling.
+def colour_ceiling(peak: float, n_keys: int, fit: bool | None = None) -> tuple[float, bool]:
+    """The weight drawn darkest in a layer's heatmaps, and whether it was fitted.
 
     Args:
-        fit: fit the colours (see :attr:`LayerView.zmax`): long inputs spread each row thin,
-            so every weight is small; None fits when there are more than :data:`FIT_ABOVE`
-            keys.
-        layer_weights: the layer's ``[head, query, key]`` weights when already computed (a
-            cache); read from the trace otherwise.
+        peak: the layer's largest weight away from the first query and first key
+            (:attr:`model.blocked.LayerSummary.peak`): the first token's row is all 1 in a
+            causal model and its column is often an attention sink.
+        n_keys: the keys of the attention kind.
+        fit: fit the colours to ``peak`` (long inputs spread each row thin, so every weight
+            is small); None fits when there are more than :data:`FIT_ABOVE` keys.
+
+    Returns:
+        ``(zmax, fitted)``: 1 unless fitted; weights above a fitted ceiling are drawn
+        darkest too.
     """
-    if layer_weights is None:
-        layer_weights = trace.layer_weights(name, layer)  # [head, query, key]
-    if not 0 <= head < len(layer_weights):
-        raise ValueError(_("head {head} is out of range 0..{last}").format(
-            head=head, last=len(layer_weights) - 1))
-    if fit is None:
-        fit = layer_weights.shape[-1] > FIT_ABOVE
-    rest = layer_weights[:, 1:, 1:] if min(layer_weights.shape[1:]) > 1 else layer_weights
-    zmax = float(max(rest.max(), 1e-6)) if fit else 1.0
-    return LayerView(layer_weights, layer_weights[head], trace.mask(name, layer), zmax, fit)
+    fit = n_keys > FIT_ABOVE if fit is None else bool(fit)
+    return (max(float(peak), 1e-6) if fit else 1.0), fit
 
 
 @dataclass(frozen=True)

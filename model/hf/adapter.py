@@ -379,7 +379,8 @@ class HFModel:
             index = {name: (src_index, src_index) for name in per_kind}
             special = {"tokens": special_positions}
             unknown = {"tokens": self._unknown(src_ids, text)}
-        attention = {name: LazyAttention(per_kind[name], b, *index[name]) for name in per_kind}
+        attention = {name: LazyAttention(per_kind[name], b, *index[name], device=self.device)
+                     for name in per_kind}
         first = next(iter(attention.values()))
         return AttentionTrace(
             model=self.name, family=self.family, attention=attention,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +29,9 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
 
 from i18n import _
+
+from ..blocked import BLOCK_BYTES, Block, assemble, row_slices, rows_per_block, softmax_rows
+from ..store import readonly
 
 ATTN_SDPA = "attention_explorer_sdpa"
 ATTN_EAGER = "attention_explorer_eager"
@@ -137,19 +141,23 @@ def recording(model: torch.nn.Module) -> Iterator[Recorder]:
 
 class LazyAttention:
     """One kind of a trace (an :class:`~model.store.AttentionStore`): ``[layer, head, query,
-    key]`` computed a head at a time from the recorded queries and keys.
+    key]`` computed when asked from the recorded queries and keys, with torch on ``device``
+    (where the model ran), in row blocks (:mod:`model.blocked`) so that memory stays bounded.
 
     Args:
         calls: the :class:`Call` of each layer, in layer order.
         batch: which sequence of the batch.
         q_index, k_index: positions of the real (non-padding) queries and keys.
+        device: where heads are computed (default the CPU).
     """
 
-    def __init__(self, calls: list[Call], batch: int, q_index: np.ndarray, k_index: np.ndarray):
+    def __init__(self, calls: list[Call], batch: int, q_index: np.ndarray, k_index: np.ndarray,
+                 device: torch.device | str | None = None):
         self.calls = calls
         self.batch = batch
         self.q_index = np.asarray(q_index)
         self.k_index = np.asarray(k_index)
+        self.device = torch.device(device or "cpu")
         n_heads = {c.q.shape[1] for c in calls}
         if len(n_heads) != 1:
             raise ValueError(_("layers disagree on the number of heads: {counts}").format(
@@ -157,10 +165,21 @@ class LazyAttention:
         self.n_heads = n_heads.pop()
         self.n_kv_heads = calls[0].k.shape[1]
         self.shape = (len(calls), self.n_heads, len(self.q_index), len(self.k_index))
+        self._masks: dict = {}  # masks shared by layers, computed once: key -> _Mask
 
     def mask(self, layer: int) -> np.ndarray:
         """Where layer ``layer`` may attend: bool ``[query, key]``, from the mask it received."""
+        return self._mask(layer).allowed
+
+    def _mask(self, layer: int) -> _Mask:
         call = self.calls[layer]
+        key = ("causal" if call.causal else "full") if call.mask is None else id(call.mask)
+        found = self._masks.get(key)
+        if found is None:
+            found = self._masks[key] = _Mask(self._allowed(call))
+        return found
+
+    def _allowed(self, call: Call) -> np.ndarray:
         n_q, n_k = call.q.shape[2], call.k.shape[2]
         if call.mask is None:
             full = np.tril(np.ones((n_q, n_k), bool), k=n_k - n_q) if call.causal \
@@ -168,52 +187,130 @@ class LazyAttention:
         else:
             mask = call.mask[min(self.batch, call.mask.shape[0] - 1), 0]  # [query, key]
             full = mask if mask.dtype == bool else mask > np.finfo(np.float32).min / 2
-        return full[np.ix_(self.q_index, self.k_index)]
+        return readonly(full[np.ix_(self.q_index, self.k_index)])
+
+    def _tensor(self, array: np.ndarray, index: np.ndarray | None = None) -> torch.Tensor:
+        """``array`` (read-only numpy, never written) on the device, rows ``index`` of its
+        second-to-last axis kept."""
+        with warnings.catch_warnings():  # torch warns of read-only arrays; nothing writes
+            warnings.simplefilter("ignore", UserWarning)
+            tensor = torch.from_numpy(array)
+        if index is not None and not _is_range(index, array.shape[-2]):
+            tensor = tensor[..., torch.from_numpy(index), :]
+        return tensor.to(self.device)
+
+    def _rows_of(self, array: np.ndarray | None, head_axis: list[int]) -> torch.Tensor | None:
+        """A recorded ``[batch, head, query, key]`` addition (bias, additive mask) of this
+        sequence, for the chosen heads, cut to the real queries and keys."""
+        if array is None:
+            return None
+        b = min(self.batch, array.shape[0] - 1)
+        heads = [min(h, array.shape[1] - 1) for h in head_axis]
+        cut = array[b][heads][:, self.q_index][:, :, self.k_index]
+        return torch.from_numpy(np.ascontiguousarray(cut, dtype=np.float32)).to(self.device)
+
+    def blocks(self, layer: int, heads=None, rows: range | None = None,
+               budget: int = BLOCK_BYTES, scores: bool = False) -> Iterator[Block]:
+        """The weights of ``heads`` (default all) in blocks of query ``rows`` (default all).
+
+        Args:
+            scores: yield the scores before the mask and softmax instead (position bias and
+                soft-capping included), every key of each row.
+        """
+        call = self.calls[layer]
+        heads = list(range(self.n_heads)) if heads is None else [int(h) for h in heads]
+        rows = range(self.shape[2]) if rows is None else rows
+        group = self.n_heads // call.k.shape[1]
+        b = self.batch
+        q = self._tensor(call.q[b], self.q_index)  # [head, query, d]
+        k = self._tensor(call.k[b], self.k_index)  # [kv head, key, d]
+        index = torch.tensor(heads, device=self.device)
+        q, k = q.index_select(0, index), k.index_select(0, index // group)
+        if not scores:  # scaled once here rather than every block of scores
+            q = q * float(call.scaling)
+        bias = self._rows_of(call.bias, heads)
+        additive = None if call.mask is None or call.mask.dtype == bool else self._rows_of(
+            call.mask, heads)
+        mask = self._mask(layer)
+        forbidden = None if mask.everything else mask.forbidden(self.device)
+        sinks = None if call.sinks is None or scores else torch.from_numpy(
+            np.asarray(call.sinks, np.float32)[heads]).to(self.device)
+        scale = float(call.scaling)
+        n_k = self.shape[3]
+        for start, stop in row_slices(rows, rows_per_block(len(heads), n_k, budget)):
+            ke = n_k if scores else mask.extent(start, stop)
+            s = torch.matmul(q[:, start:stop], k[:, :ke].transpose(1, 2))
+            if scores:
+                s.mul_(scale)
+            if bias is not None:
+                s += bias[:, start:stop, :ke]
+            if call.softcap:
+                s = torch.tanh(s / call.softcap).mul_(call.softcap)
+            if scores:
+                yield Block(start, s)
+                continue
+            if additive is not None:
+                s += additive[:, start:stop, :ke]
+            if forbidden is not None:
+                k0 = mask.first_forbidden(start, stop)  # keys before it are all allowed
+                if k0 < ke:
+                    s[..., k0:].masked_fill_(forbidden[start:stop, k0:ke], -torch.inf)
+            yield Block(start, softmax_rows(s, sinks, dead=mask.dead(start, stop)))
 
     def scores(self, layer: int, head: int) -> np.ndarray:
         """Scores before the mask, position bias and soft-capping included: ``[query, key]``."""
-        call = self.calls[layer]
-        b = self.batch
-        group = self.n_heads // call.k.shape[1]
-        q = call.q[b, head][self.q_index]  # [query, d]
-        k = call.k[b, head // group][self.k_index]  # [key, d]
-        scores = (q @ k.T) * np.float32(call.scaling)  # [query, key]
-        if call.bias is not None:
-            bias = call.bias[min(b, call.bias.shape[0] - 1), min(head, call.bias.shape[1] - 1)]
-            scores = scores + bias[np.ix_(self.q_index, self.k_index)]
-        if call.softcap:
-            scores = np.tanh(scores / call.softcap) * call.softcap
-        return scores.astype(np.float32)
-
-    def _logits(self, layer: int, head: int) -> np.ndarray:
-        """What goes into softmax: -inf where masked, additive masks added: ``[query, key]``."""
-        call = self.calls[layer]
-        b = self.batch
-        scores = self.scores(layer, head)
-        if call.mask is not None and call.mask.dtype != bool:
-            mask = call.mask[min(b, call.mask.shape[0] - 1), min(head, call.mask.shape[1] - 1)]
-            scores = scores + mask[np.ix_(self.q_index, self.k_index)]
-        return np.where(self.mask(layer), scores, -np.inf).astype(np.float32)
+        return assemble(self.blocks(layer, [head], scores=True), 1, range(self.shape[2]),
+                        self.shape[3])[0]
 
     def __getitem__(self, index: tuple[int, int]) -> np.ndarray:
         layer, head = index
-        scores = self._logits(layer, head)
-        call = self.calls[layer]
-        top = scores.max(axis=-1, keepdims=True)
-        if call.sinks is not None:
-            sink = np.float32(call.sinks[head])
-            top = np.maximum(top, sink)
-        top = np.where(np.isfinite(top), top, 0)
-        weights = np.exp(scores - top)
-        total = weights.sum(axis=-1, keepdims=True)
-        if call.sinks is not None:
-            total = total + np.exp(np.float32(call.sinks[head]) - top)
-        return np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+        return self.layer(layer, [head])[0]
 
-    def layer(self, layer: int) -> np.ndarray:
-        """Every head of one layer: ``[head, query, key]``."""
-        return np.stack([self[layer, head] for head in range(self.n_heads)])
+    def layer(self, layer: int, heads=None) -> np.ndarray:
+        """Every head of one layer (or ``heads``): ``[head, query, key]``."""
+        heads = list(range(self.n_heads)) if heads is None else list(heads)
+        return assemble(self.blocks(layer, heads), len(heads), range(self.shape[2]),
+                        self.shape[3])
 
     def stack(self) -> np.ndarray:
         """Every layer and head: ``[layer, head, query, key]``."""
         return np.stack([self.layer(layer) for layer in range(self.shape[0])])
+
+
+def _is_range(index: np.ndarray, n: int) -> bool:
+    """Whether ``index`` is ``0, 1, …, n - 1`` (nothing to select)."""
+    return len(index) == n and bool((index == np.arange(n)).all())
+
+
+class _Mask:
+    """A layer's mask, with what blocks need of it: per row, where its allowed keys end."""
+
+    def __init__(self, allowed: np.ndarray):
+        self.allowed = allowed
+        n_k = allowed.shape[1]
+        any_key = allowed.any(axis=1)
+        self._end = np.where(any_key, n_k - allowed[:, ::-1].argmax(axis=1), 0)
+        self._dead = ~any_key
+        forbidden = ~allowed
+        self._first = np.where(forbidden.any(axis=1), forbidden.argmax(axis=1), n_k)
+        self.everything = bool(allowed.all())
+        self._tensors: dict = {}
+
+    def extent(self, start: int, stop: int) -> int:
+        """Keys a block of rows ``start..stop`` needs: past them every weight is 0."""
+        return max(1, int(self._end[start:stop].max(initial=0)))
+
+    def first_forbidden(self, start: int, stop: int) -> int:
+        """The first key any row of ``start..stop`` may not see (``n_keys``: none)."""
+        return int(self._first[start:stop].min(initial=self.allowed.shape[1]))
+
+    def dead(self, start: int, stop: int) -> bool:
+        """Whether a row of the block may see no key at all."""
+        return bool(self._dead[start:stop].any())
+
+    def forbidden(self, device: torch.device) -> torch.Tensor:
+        """Where attention is forbidden, a bool tensor on ``device`` (made once per device)."""
+        key = str(device)
+        if key not in self._tensors:
+            self._tensors[key] = torch.from_numpy(~self.allowed).to(device)
+        return self._tensors[key]
