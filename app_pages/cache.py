@@ -30,7 +30,8 @@ import viz
 from i18n import _, language
 from model.analysis.lesson_math import dot_products, gradient_by_width, spread_by_width
 from model.analysis.rollout import rollout
-from model.analysis.statistics import head_stats
+from model.analysis.statistics import head_stats, summary_of
+from model.blocked import LayerSummary, head_pooled, region
 from model.budget import check_request, memory_guard
 from model.device import resolve_device
 from model.policy import Limits, LoadPolicy
@@ -297,21 +298,70 @@ def get_generation(spec: str, device: str, text: str, new_tokens: int | None = N
                    lambda: model_.generate(text, new_tokens))
 
 
-def get_layer_weights(run, name: str, layer: int) -> np.ndarray:
-    """Every head of one layer of a run's trace, ``[head, query, key]``, read-only. A trace
-    that computes heads when asked (pretrained models) computes the layer once: changing
-    the head, the colours or anything else on the page reads it from here. A trace that
-    holds its weights gives a view of them, which is not kept twice."""
-    key = ("layer", *run.key, name, layer)
+def get_layer_summary(run, name: str, layer: int) -> LayerSummary:
+    """One pass over every head of one layer of a run's trace, made where the model ran
+    (:func:`model.analysis.statistics.summary_of`) and kept for every session: Explore's
+    grid of heads and colour ceiling, and a layer of the head statistics, rollout and model
+    view. Changing the head, the colours or anything else on a page reads it from here."""
+    key = ("summary", *run.key, name, layer)
     found, value = shared_cache().peek(key)
     if found:
         return value
-    with st.spinner(_("Computing every head of the layer…")), shared_cache().slot(), \
-            memory_guard(_("drawing every head of the layer")):
-        weights = run.trace.layer_weights(name, layer)
-    if weights.base is not None:  # a view into the trace itself: nothing was computed
-        return weights
-    return shared_cache().get(key, lambda: _readonly(weights))
+    with st.spinner(_("Computing every head of the layer…")):
+        return shared_cache().get(key, lambda: _guarded(
+            _("drawing every head of the layer"), lambda: _readonly(
+                summary_of(run.trace, name, layer))))
+
+
+def get_summaries(run, name: str) -> list[LayerSummary]:
+    """:func:`get_layer_summary` of every layer, with a progress bar while layers are made."""
+    n = run.trace.layers(name)
+    cache = shared_cache()
+    missing = [layer for layer in range(n)
+               if not cache.peek(("summary", *run.key, name, layer))[0]]
+    out = {}
+    if missing:
+        bar = st.progress(0.0, text=_("Reading every head of every layer…"))
+        for done, layer in enumerate(missing, start=1):
+            out[layer] = cache.get(("summary", *run.key, name, layer), lambda layer=layer: _guarded(
+                _("reading every head of every layer"), lambda: _readonly(
+                    summary_of(run.trace, name, layer))))
+            bar.progress(done / len(missing), text=_(
+                "Reading every head of every layer… layer {done} of {total}").format(
+                done=done, total=len(missing)))
+        bar.empty()
+    return [out[layer] if layer in out else get_layer_summary(run, name, layer)
+            for layer in range(n)]
+
+
+def get_head_view(run, name: str, layer: int, head: int, max_side: int) -> tuple:
+    """One head as Explore draws it, ``(weights, factors)``: exact up to ``max_side`` tokens
+    a side, else pooled where the model ran without holding the whole head
+    (:func:`model.blocked.head_pooled`); kept per head."""
+    key = ("head", *run.key, name, layer, head, max_side)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    return shared_cache().get(key, lambda: _guarded(
+        _("drawing the head"), lambda: _readonly(
+            head_pooled(run.trace, name, layer, head, max_side))))
+
+
+def get_region(run, name: str, layer: int, head: int, rows: range, keys: range):
+    """The exact weights of one head for query ``rows`` × ``keys``, computed for those rows
+    only (:func:`model.blocked.region`); kept per region."""
+    key = ("region", *run.key, name, layer, head, rows.start, rows.stop, keys.start, keys.stop)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    return shared_cache().get(key, lambda: _guarded(
+        _("drawing the head"), lambda: _readonly(region(run.trace, name, layer, head, rows,
+                                                          keys))))
+
+
+def _guarded(what: str, compute: Callable[[], Any]) -> Any:
+    with memory_guard(what):
+        return compute()
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -329,16 +379,19 @@ def get_width_statistics() -> tuple:
 
 def get_head_stats(run, name: str) -> dict:
     """:func:`model.analysis.statistics.head_stats` of a :class:`~app_pages.common.Run`'s
-    trace (slow for long inputs: every head)."""
+    trace, from the layers' summaries (shared with rollout and the model view)."""
+    summaries = get_summaries(run, name)
     return _cached(("head_stats", *run.key, name), _("Computing every head's statistics…"),
                    _("computing head statistics"),
-                   lambda: _readonly(head_stats(run.trace, name)))
+                   lambda: _readonly(head_stats(run.trace, name, summaries)))
 
 
 def get_rollout(run, name: str):
-    """:func:`model.analysis.rollout.rollout` of a run's trace."""
+    """:func:`model.analysis.rollout.rollout` of a run's trace, from the layers' summaries."""
+    summaries = get_summaries(run, name)
     return _cached(("rollout", *run.key, name), _("Rolling attention out through the layers…"),
-                   _("rolling attention out"), lambda: _readonly(rollout(run.trace, name)))
+                   _("rolling attention out"),
+                   lambda: _readonly(rollout(run.trace, name, summaries=summaries)))
 
 
 def get_model_view(run, name: str) -> dict:
@@ -350,10 +403,12 @@ def get_model_view(run, name: str) -> dict:
     that caused the next run would lose its selection. Its titles are in the session's
     language, which is part of the key.
     """
+    summaries = get_summaries(run, name)
     return _cached(("model_view", language(), *run.key, name),
                    _("Drawing every layer and head…"),
                    _("drawing the model view"),
-                   lambda: viz.model_view(run.trace, name).to_dict())
+                   lambda: viz.model_view(run.trace, name, tiles=np.stack(
+                       [s.tiles for s in summaries])).to_dict())
 
 
 def _readonly(value):

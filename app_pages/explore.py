@@ -7,7 +7,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.cache import get_layer_weights, heavy_work
+from app_pages.cache import get_head_view, get_layer_summary, get_region
 from app_pages.common import (
     FAMILY_NAMES,
     SCHEME_NAMES,
@@ -19,7 +19,7 @@ from app_pages.common import (
 )
 from app_pages.navigation import PAGES
 from i18n import _
-from model.analysis.views import FIT_ABOVE, layer_view, query_rows, writes_words
+from model.analysis.views import FIT_ABOVE, colour_ceiling, query_rows, writes_words
 from viz import export
 
 HIGHLIGHT = "explore_highlight"  # a cell another page asked to outline (a lesson's pair)
@@ -81,28 +81,31 @@ scale = widgets.radio(
     help=_("Long inputs spread each row over many tokens, so every weight is small. Fitted, the "
            "layer's largest weight is the darkest; automatic fits past {fit_above} tokens."
            ).format(fit_above=FIT_ABOVE))
-# the layer's heads, pooled for drawing
-with heavy_work(_("drawing every head of the layer")):
-    view = layer_view(trace, name, layer, head, fit=COLOUR_SCALES[scale],  # every head once
-                      layer_weights=get_layer_weights(run, name, layer))
-    heatmap = viz.attention_heatmap(
-        view.weights, rows.labels, k_tokens, allowed=view.allowed,
-        title=_("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head),
-        y_title=rows.title, special=(rows.special, trace.special(name)[1]), zmax=view.zmax,
-        query_hover=rows.hover, highlight=cell)
-    grid = viz.heads_grid(view.layer_weights, rows.labels, k_tokens, allowed=view.allowed,
-                          cols=3 if trace.n_heads % 3 == 0 else 4, zmax=view.zmax,
-                          query_hover=rows.hover,
-                          highlight=None if cell is None else (head, *cell))
-if view.fitted:
+HEAD_SIDE = 256  # cells a side of the head's heatmap: longer inputs are drawn in blocks
+summary = get_layer_summary(run, name, layer)  # every head of the layer, once
+weights, factors = get_head_view(run, name, layer, head, HEAD_SIDE)
+allowed = trace.mask(name, layer)
+zmax, fitted = colour_ceiling(summary.peak, len(k_tokens), COLOUR_SCALES[scale])
+heatmap = viz.attention_heatmap(
+    weights, rows.labels, k_tokens, allowed=allowed, factors=factors, max_side=HEAD_SIDE,
+    title=_("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head),
+    y_title=rows.title, special=(rows.special, trace.special(name)[1]), zmax=zmax,
+    query_hover=rows.hover, highlight=cell)
+grid = viz.heads_grid(summary.grid, rows.labels, k_tokens, allowed=allowed,
+                      factors=summary.grid_factors, cols=3 if trace.n_heads % 3 == 0 else 4,
+                      zmax=zmax, query_hover=rows.hover,
+                      highlight=None if cell is None else (head, *cell))
+if fitted:
     st.caption(_("Colours fitted to this layer: the darkest colour is its largest weight away "
                  "from the first token, {zmax:.3f}; weights on the first token (often an "
                  "'attention sink') may be larger and are drawn darkest too."
-                 ).format(zmax=view.zmax))
+                 ).format(zmax=zmax))
 if cell is not None:
     st.info(_("Outlined: {pair}, weight {weight:.2f}. The lesson “{lesson}” searched every layer "
               "and head for this pair's largest weight and found it here.").format(
-        pair=pair[4], weight=float(view.weights[cell]), lesson=_(SEE_IT)),
+        pair=pair[4], weight=float(get_region(run, name, layer, head, range(cell[0], cell[0] + 1),
+                                             range(cell[1], cell[1] + 1))[0, 0]),
+        lesson=_(SEE_IT)),
         icon=":material/highlight_alt:")
 elif pair is not None:
     st.caption(_("The pair {pair} the lesson “{lesson}” pointed at is outlined in layer "
@@ -119,6 +122,32 @@ st.caption(_("Rows: the word the decoder is writing (it reads the word before). 
            _("Rows: the token that is looking (query). Columns: the token it looks at (key). "
              "Each row sums to 1. Grey cells are masked: the model may not look there. Grey "
              "italic labels are special tokens."))
+
+if factors != (1, 1):  # drawn in blocks: any region can be seen token by token
+    with st.expander(_("Zoom: a region token by token, exact weights"), expanded=False):
+        n_q, n_k = len(rows.labels), len(k_tokens)
+        zoom_q, zoom_k = st.columns(2)
+        qa, qb = widgets.slider(_("Queries"), 0, n_q, (0, min(n_q, HEAD_SIDE)), key="zoom_q",
+                                container=zoom_q)
+        ka, kb = widgets.slider(_("Keys"), 0, n_k, (0, min(n_k, HEAD_SIDE)), key="zoom_k",
+                                container=zoom_k)
+        if qb - qa > HEAD_SIDE or kb - ka > HEAD_SIDE:
+            qb, kb = min(qb, qa + HEAD_SIDE), min(kb, ka + HEAD_SIDE)
+            st.caption(_("At most {side} tokens a side are drawn token by token: showing "
+                         "queries {qa}–{qb} and keys {ka}–{kb}.").format(
+                side=HEAD_SIDE, qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
+        if qb > qa and kb > ka:
+            chart(viz.attention_heatmap(
+                get_region(run, name, layer, head, range(qa, qb), range(ka, kb)),
+                rows.labels[qa:qb], list(k_tokens[ka:kb]), allowed=allowed[qa:qb, ka:kb],
+                max_side=HEAD_SIDE, zmax=zmax, y_title=rows.title,
+                query_hover=rows.hover[qa:qb],
+                key_hover=[f"{j}: {t}" for j, t in enumerate(k_tokens[ka:kb], start=ka)],
+                title=_("Queries {qa}–{qb} × keys {ka}–{kb}, token by token").format(
+                    qa=qa, qb=qb - 1, ka=ka, kb=kb - 1)),
+                key="zoom_heatmap", name=(name, f"layer {layer}", f"head {head}", "zoom"))
+        else:
+            st.info(_("Choose at least one query and one key."))
 
 st.subheader(_("All {n_heads} heads of layer {layer}").format(n_heads=trace.n_heads, layer=layer))
 if group > 1:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
+from viz.pooling import block_labels, pool_allowed
 from app_pages import widgets
 from app_pages.cache import get_rollout
 from app_pages.common import bounded_analysis, chart, kind_selector, load_run
 from i18n import N_, _
-from model.analysis.rollout import SINK_SHARE, rollout_view
+from model.analysis.rollout import SINK_SHARE, rollout_factor, rollout_view
+from model.analysis.statistics import ROLLOUT_SIDE
 from model.analysis.views import query_rows
 
 st.title(_("Attention rollout"))
@@ -30,8 +32,21 @@ first = widgets.radio(
     help=_("Many models park most attention on the first token (an 'attention sink'), which "
            "hides the rest. Automatic leaves its column out when it holds more than "
            "{share:.0%} of the weight.").format(share=SINK_SHARE))
-view = rollout_view(flows[layer], trace.mask(name, 0), trace.axes(name)[1],
-                    trace.special(name)[1], first=first)
+factor = rollout_factor(len(trace.axes(name)[0]))
+if factor == 1:
+    q_labels, k_labels, q_hover, allowed = rows.labels, trace.axes(name)[1], rows.hover, \
+        trace.mask(name, 0)
+    q_special, k_special = rows.special, trace.special(name)[1]
+else:  # a long input rolls out blocks of tokens
+    q_labels, k_labels = block_labels(rows.labels, factor), block_labels(trace.axes(name)[1],
+                                                                         factor)
+    q_hover, allowed = None, pool_allowed(trace.mask(name, 0), factor, factor)
+    q_special = k_special = []
+    st.info(_("{n:,} tokens: rollout multiplies blocks of {factor} tokens (each layer's "
+              "attention pooled first: a block's rows averaged, its keys summed). It is exact "
+              "up to {side:,} tokens; here it approximates the exact rollout.").format(
+        n=len(trace.axes(name)[0]), factor=factor, side=ROLLOUT_SIDE))
+view = rollout_view(flows[layer], allowed, k_labels, k_special, first=first)
 title = _("Rollout of {name} through layers 0–{layer}").format(name=name, layer=layer)
 if view.left_out:
     title += "<br><sup>" + _("first token left out (it held {share:.0%} of the weight); each "
@@ -40,8 +55,8 @@ if view.zmax < 1:
     title += "<br><sup>" + _("colours fitted: the darkest cell off the diagonal is "
                              "{zmax:.3f}").format(zmax=view.zmax) + "</sup>"
 chart(viz.attention_heatmap(
-    view.flow, rows.labels, view.key_tokens, allowed=view.allowed, query_hover=rows.hover,
-    y_title=rows.title, special=(rows.special, view.key_special), title=title, zmax=view.zmax),
+    view.flow, q_labels, view.key_tokens, allowed=view.allowed, query_hover=q_hover,
+    y_title=rows.title, special=(q_special, view.key_special), title=title, zmax=view.zmax),
     key="rollout")
 st.caption(_("Per layer: average the heads, add the identity for the residual connection, "
              "renormalise each row, multiply with the layers below."))

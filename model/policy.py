@@ -134,7 +134,7 @@ class Limits:
     """
 
     request_bytes: int = 2 * GB
-    analysis_tokens: int = 1024
+    analysis_tokens: int = 8192
     trace_cache_bytes: int = 1 * GB
     concurrent_runs: int = 2
     max_chars: int = 100_000

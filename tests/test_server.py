@@ -546,16 +546,17 @@ def test_a_head_change_reads_the_layer_from_the_cache_and_never_runs_the_model(
     from model.trace import AttentionTrace
 
     layers, forwards = [], []
-    real_layer = AttentionTrace.layer_weights
+    real_blocks = AttentionTrace.blocks
 
-    def counted_layer(self, name, layer):
-        layers.append((name, layer))
-        return real_layer(self, name, layer)
+    def counted_blocks(self, name, layer, heads=None, *args, **kwargs):
+        if heads is None:  # a pass over every head of the layer
+            layers.append((name, layer))
+        return real_blocks(self, name, layer, heads, *args, **kwargs)
 
     from app_pages.cache import shared_cache
 
     shared_cache.clear()  # traces and layers of earlier tests: computed anew here
-    monkeypatch.setattr(AttentionTrace, "layer_weights", counted_layer)
+    monkeypatch.setattr(AttentionTrace, "blocks", counted_blocks)
     hook = torch.nn.modules.module.register_module_forward_hook(
         lambda module, args, output: forwards.append(type(module).__name__))
     try:

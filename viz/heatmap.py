@@ -81,25 +81,46 @@ def _check_allowed(allowed, shape) -> np.ndarray | None:
     return allowed
 
 
-def _pooled(weights, allowed, query_tokens, key_tokens, max_side: int):
-    """Pool long axes into blocks; returns weights, mask, labels and a note for the title."""
-    n_q, n_k = weights.shape[-2:]
-    fq, fk = block_factor(n_q, max_side), block_factor(n_k, max_side)
+def _pooled(weights, allowed, query_tokens, key_tokens, max_side: int,
+            factors: tuple[int, int] | None = None):
+    """Pool long axes into blocks; returns weights, mask, labels and a note for the title.
+
+    ``factors``: the weights are already pooled by these tokens per query and key block (the
+    model pooled them where it ran); ``allowed`` is still per token.
+    """
+    n_q, n_k = len(query_tokens), len(key_tokens)
+    if factors is None:
+        fq, fk = block_factor(n_q, max_side), block_factor(n_k, max_side)
+        if fq != 1 or fk != 1:
+            weights = pool_weights(weights, fq, fk)
+    else:
+        fq, fk = factors
     if fq == fk == 1:
         return weights, allowed, list(query_tokens), list(key_tokens), ""
-    weights = pool_weights(weights, fq, fk)
     allowed = None if allowed is None else pool_allowed(allowed, fq, fk)
     note = _("{n_q}×{n_k} tokens in blocks of {fq}×{fk}: rows average the block's queries, "
              "cells sum the block's keys").format(n_q=n_q, n_k=n_k, fq=fq, fk=fk)
     return weights, allowed, block_labels(query_tokens, fq), block_labels(key_tokens, fk), note
 
 
+def _check_pooled(weights, query_tokens, key_tokens, factors, ndim: int = 2) -> np.ndarray:
+    """Weights given already pooled by ``factors`` (None: per token) checked against the axes."""
+    if factors is None:
+        return check_weights(weights, query_tokens, key_tokens, ndim=ndim)
+    fq, fk = (int(f) for f in factors)
+    if fq < 1 or fk < 1:
+        raise ValueError(f"pooling factors must be at least 1, not {factors}")
+    blocks_q, blocks_k = -(-len(query_tokens) // fq), -(-len(key_tokens) // fk)
+    return check_weights(weights, [""] * blocks_q, [""] * blocks_k, ndim=ndim)
+
+
 HIGHLIGHT_WIDTH = 4  # px: the outline of a highlighted cell
 
 
-def _outline(query: int, key: int, n_q: int, n_k: int, max_side: int) -> dict:
+def _outline(query: int, key: int, n_q: int, n_k: int, max_side: int,
+             factors: tuple[int, int] | None = None) -> dict:
     """A rectangle shape around cell ``(query, key)`` (around its block on a pooled axis)."""
-    fq, fk = block_factor(n_q, max_side), block_factor(n_k, max_side)
+    fq, fk = factors or (block_factor(n_q, max_side), block_factor(n_k, max_side))
     row, col = query // fq, key // fk
     return {"type": "rect", "x0": col - 0.5, "x1": col + 0.5, "y0": row - 0.5, "y1": row + 0.5,
             "line": {"color": HIGHLIGHT_COLOR, "width": HIGHLIGHT_WIDTH},
@@ -120,7 +141,9 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
                       y_title: str | None = None, max_side: int = 256,
                       special: tuple[Sequence[int], Sequence[int]] = ((), ()),
                       zmax: float = 1.0, query_hover: Sequence[str] | None = None,
-                      highlight: tuple[int, int] | None = None) -> go.Figure:
+                      highlight: tuple[int, int] | None = None,
+                      factors: tuple[int, int] | None = None,
+                      key_hover: Sequence[str] | None = None) -> go.Figure:
     """Heatmap of one head's attention.
 
     Args:
@@ -138,26 +161,31 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
             when long axes are pooled into blocks.
         highlight: ``(query, key)``: a cell outlined (its block when the axes are pooled),
             e.g. a pair a lesson points at.
+        factors: ``weights`` are already pooled, by this many tokens per query block and per
+            key block (see :func:`model.blocked.pool`); the tokens and ``allowed`` are still
+            per token.
+        key_hover: what hovering a column says of its key (default ``"j: token"``), e.g. the
+            positions of a region in the whole input; unused when pooled.
 
     Returns:
         a figure whose first trace holds the weights (masked cells NaN) with a colour bar; a
         highlighted cell is the layout's one shape, outlined in HIGHLIGHT_COLOR.
     """
-    weights = check_weights(weights, query_tokens, key_tokens)
-    allowed = _check_allowed(allowed, weights.shape)
-    highlight = _check_highlight(highlight, *weights.shape)
-    outline = None if highlight is None else _outline(*highlight, *weights.shape, max_side)
+    weights = _check_pooled(weights, query_tokens, key_tokens, factors)
+    shape = (len(query_tokens), len(key_tokens))
+    allowed = _check_allowed(allowed, shape)
+    highlight = _check_highlight(highlight, *shape)
+    outline = None if highlight is None else _outline(*highlight, *shape, max_side, factors)
     x_title = _("key (attended to)") if x_title is None else x_title
     y_title = _("query (attending)") if y_title is None else y_title
-    if weights.shape[0] > max_side or weights.shape[1] > max_side:
-        special = ((), ())  # block labels name ranges, not tokens
     weights, allowed, query_tokens, key_tokens, note = _pooled(
-        weights, allowed, query_tokens, key_tokens, max_side)
+        weights, allowed, query_tokens, key_tokens, max_side, factors)
     if note:
+        special = ((), ())  # block labels name ranges, not tokens
         title = f"{title}<br><sup>{note}</sup>" if title else note
-        query_hover = None
+        query_hover = key_hover = None
     fig = go.Figure(_head_traces(weights, allowed,
-                                 _hover_data(query_tokens, key_tokens, query_hover)))
+                                 _hover_data(query_tokens, key_tokens, query_hover, key_hover)))
     n_q, n_k = weights.shape
     cell = max(6, min(48, 640 // max(n_q, n_k)))
     # Rows are `cell` px tall; the slanted column labels share a plot about 600 px wide.
@@ -183,7 +211,8 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
 def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
                allowed=None, cols: int = 4, title: str = "", max_side: int = 64,
                zmax: float = 1.0, query_hover: Sequence[str] | None = None,
-               highlight: tuple[int, int, int] | None = None) -> go.Figure:
+               highlight: tuple[int, int, int] | None = None,
+               factors: tuple[int, int] | None = None) -> go.Figure:
     """All heads of one layer as small heatmaps on one colour scale.
 
     Args:
@@ -196,22 +225,24 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         zmax: the weight drawn darkest.
         query_hover: what hovering a row says of its query (see :func:`attention_heatmap`).
         highlight: ``(head, query, key)``: a cell outlined in that head's heatmap.
+        factors: ``layer_weights`` are already pooled (see :func:`attention_heatmap`).
 
     Returns:
         a figure with one weight trace per head (in head order, subplot titles ``head h``),
         plus a mask trace after each where cells are masked.
     """
-    layer_weights = check_weights(layer_weights, query_tokens, key_tokens, ndim=3)
-    allowed = _check_allowed(allowed, layer_weights.shape[1:])
+    layer_weights = _check_pooled(layer_weights, query_tokens, key_tokens, factors, ndim=3)
+    shape = (len(query_tokens), len(key_tokens))
+    allowed = _check_allowed(allowed, shape)
     outline = None
     if highlight is not None:
         head, *cell = (int(i) for i in highlight)
         if not 0 <= head < layer_weights.shape[0]:
             raise ValueError(f"head {head} is outside the {layer_weights.shape[0]} heads")
-        cell = _check_highlight(cell, *layer_weights.shape[1:])
-        outline = (head, _outline(*cell, *layer_weights.shape[1:], max_side))
+        cell = _check_highlight(cell, *shape)
+        outline = (head, _outline(*cell, *shape, max_side, factors))
     layer_weights, allowed, query_tokens, key_tokens, note = _pooled(
-        layer_weights, allowed, query_tokens, key_tokens, max_side)
+        layer_weights, allowed, query_tokens, key_tokens, max_side, factors)
     if note:
         title = f"{title}<br><sup>{note}</sup>" if title else note
         query_hover = None

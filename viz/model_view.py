@@ -11,7 +11,7 @@ from .pooling import block_factor, pool_weights
 from .style import TRANSPARENT, WEIGHT_SCALE, themed
 
 
-def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
+def model_view(trace, name: str, tile: int = 16, title: str = "", tiles=None) -> go.Figure:
     """All heads of all layers of ``name``: layers as rows, heads as columns.
 
     Each head is pooled to at most ``tile`` × ``tile`` cells (rows still sum to 1) and drawn
@@ -23,6 +23,8 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
         name: the attention kind.
         tile: cells per tile side at most.
         title: the figure's title.
+        tiles: every head already pooled where the model ran, float ``[layer, head, tq, tk]``
+            (see :class:`model.blocked.LayerSummary`); ``tile`` is then unused.
 
     Returns:
         a figure with one ``go.Heatmap``.
@@ -31,12 +33,19 @@ def model_view(trace, name: str, tile: int = 16, title: str = "") -> go.Figure:
     q_tokens, k_tokens = trace.axes(name)
     fq, fk = block_factor(len(q_tokens), tile), block_factor(len(k_tokens), tile)
     tq, tk = -(-len(q_tokens) // fq), -(-len(k_tokens) // fk)
+    if tiles is not None:
+        tiles = np.asarray(tiles, dtype=np.float64)
+        if tiles.ndim != 4 or tiles.shape[:2] != (n_layers, n_heads):
+            raise ValueError(f"tiles of shape {tiles.shape} do not match {n_layers} layers × "
+                             f"{n_heads} heads")
+        tq, tk = tiles.shape[2:]
     gap = 1
     z = np.full((n_layers * (tq + gap), n_heads * (tk + gap)), np.nan)
     custom = np.full(z.shape + (2,), -1, dtype=int)
     for layer in range(n_layers):
         for head in range(n_heads):
-            pooled = pool_weights(trace.weights(name, layer, head).astype(np.float64), fq, fk)
+            pooled = tiles[layer, head] if tiles is not None else pool_weights(
+                trace.weights(name, layer, head).astype(np.float64), fq, fk)
             r, c = layer * (tq + gap), head * (tk + gap)
             z[r:r + tq, c:c + tk] = pooled
             custom[r:r + tq, c:c + tk] = (layer, head)

@@ -1,0 +1,220 @@
+"""Heads read in row blocks (model/blocked.py) equal the exact weights, transformers' eager
+``output_attentions`` and numpy references: blocked, pooled and summarised."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+
+from model import blocked
+from model.hf import HFModel
+from viz.pooling import pool_weights
+
+TEXT = "A dog slept under the table yesterday because it was tired, and the cat sat on the mat."
+TARGET = "猫 坐 在 垫子 上 , 狗 睡 了"
+AUTO = {"encoder-only": AutoModel, "decoder-only": AutoModelForCausalLM,
+        "encoder-decoder": AutoModelForSeq2SeqLM}
+TINY = {"bert": "encoder-only", "gpt2": "decoder-only", "llama": "decoder-only",
+        "mistral": "decoder-only", "t5": "encoder-decoder", "bart": "encoder-decoder"}
+SMALL = 600  # bytes per block: a few rows at a time, so blocks' edges are crossed
+
+
+@pytest.fixture(scope="module")
+def traced(tiny_checkpoints):
+    """Per tiny checkpoint: (trace, transformers' eager attentions per kind)."""
+    out = {}
+    for name, family in TINY.items():
+        model = HFModel.load(str(tiny_checkpoints[name]), device="cpu")
+        target = TARGET if family == "encoder-decoder" else None
+        trace = model.trace(TEXT, target=target)
+        inputs = model.prepare_inputs([TEXT], None if target is None else [target])
+        eager = AUTO[family].from_pretrained(model.name, attn_implementation="eager").eval()
+        with torch.inference_mode():
+            result = eager(**inputs, output_attentions=True, use_cache=False)
+        if family == "encoder-decoder":
+            reference = {"encoder.self": result.encoder_attentions,
+                         "decoder.self": result.decoder_attentions,
+                         "decoder.cross": result.cross_attentions}
+        else:
+            reference = {trace.names[0]: result.attentions}
+        out[name] = trace, {kind: torch.stack(layers)[:, 0].numpy()
+                            for kind, layers in reference.items()}
+    return out
+
+
+def old_head_stats(trace, name):
+    """The numpy statistics the Head statistics page computed head by head before blocks."""
+    n_q, n_k = (len(t) for t in trace.axes(name))
+    q_pos, k_pos = np.arange(n_q)[:, None], np.arange(n_k)[None, :]
+    stats = {key: np.full((trace.layers(name), trace.n_heads), np.nan)
+             for key in ("entropy", "distance", "first_token", "previous_token", "self")}
+    for layer in range(trace.layers(name)):
+        for head in range(trace.n_heads):
+            w = trace.weights(name, layer, head).astype(np.float64)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                plogp = np.where(w > 0, w * np.log(w), 0.0)
+            stats["entropy"][layer, head] = -plogp.sum(-1).mean()
+            stats["first_token"][layer, head] = w[:, 0].mean()
+            if name.endswith(".self"):
+                stats["distance"][layer, head] = (w * np.abs(q_pos - k_pos)).sum(-1).mean()
+                stats["self"][layer, head] = np.diagonal(w).mean()
+                if n_q > 1:
+                    stats["previous_token"][layer, head] = np.diagonal(w, offset=-1).mean()
+    return stats
+
+
+@pytest.mark.parametrize("checkpoint", sorted(TINY))
+def test_blocked_heads_equal_eager_output_attentions(traced, checkpoint):
+    trace, reference = traced[checkpoint]
+    for name, expected in reference.items():
+        n_q, n_k = expected.shape[-2:]
+        for layer in range(trace.layers(name)):
+            heads = list(range(trace.n_heads))[::-1]  # any order of heads
+            got = blocked.assemble(trace.blocks(name, layer, heads, budget=SMALL), len(heads),
+                                   range(n_q), n_k)
+            np.testing.assert_allclose(got, expected[layer][heads], atol=1e-5, rtol=0,
+                                       err_msg=f"{checkpoint} {name} layer {layer}")
+            np.testing.assert_allclose(got[::-1], trace.layer_weights(name, layer), atol=1e-6,
+                                       rtol=0)
+
+
+def test_blocks_are_bounded_and_a_causal_block_stops_at_its_last_visible_key(traced):
+    trace, _reference = traced["llama"]
+    n = len(trace.tokens)
+    blocks = list(trace.blocks("decoder.self", 0, budget=SMALL))
+    assert len(blocks) > 3
+    assert [b.start for b in blocks] == sorted(b.start for b in blocks)
+    assert blocks[0].start == 0 and blocks[-1].stop == n
+    for block in blocks:
+        assert block.weights.shape[-1] == block.stop  # keys past the last row's are all masked
+        assert block.weights.numel() * 4 <= max(SMALL, 4 * trace.n_heads * n)
+
+
+def test_a_region_is_computed_exactly_for_its_rows_and_keys(traced):
+    trace, reference = traced["mistral"]  # a sliding window
+    expected = reference["decoder.self"][1, 2]
+    got = blocked.region(trace, "decoder.self", 1, 2, range(3, 9), range(2, 7))
+    np.testing.assert_allclose(got, expected[3:9, 2:7], atol=1e-5, rtol=0)
+    with pytest.raises(ValueError):
+        blocked.region(trace, "decoder.self", 1, 2, range(3, 9), range(2, 99))
+
+
+@pytest.mark.parametrize("checkpoint", ["bert", "llama", "t5"])
+def test_pooled_blocks_equal_pooling_the_exact_weights_and_rows_still_sum_to_one(traced,
+                                                                                  checkpoint):
+    trace, _reference = traced[checkpoint]
+    for name in trace.names:
+        n_q, n_k = (len(t) for t in trace.axes(name))
+        exact = trace.layer_weights(name, 1)
+        for fq, fk in ((1, 1), (2, 3), (3, 2), (5, 7), (n_q, n_k)):
+            got = blocked.pool(trace.blocks(name, 1, budget=SMALL), trace.n_heads, n_q, n_k,
+                               fq, fk)
+            np.testing.assert_allclose(got, pool_weights(exact, fq, fk), atol=1e-6, rtol=0)
+            np.testing.assert_allclose(got.sum(-1), 1, atol=1e-5)
+        pooled, factors = blocked.head_pooled(trace, name, 1, 0, max_side=4)
+        assert factors == (-(-n_q // 4), -(-n_k // 4)) and pooled.shape[0] <= 4
+        np.testing.assert_allclose(pooled, pool_weights(exact[0], *factors), atol=1e-6)
+
+
+@pytest.mark.parametrize("checkpoint", sorted(TINY))
+def test_one_pass_summary_equals_the_per_head_numpy_statistics(traced, checkpoint):
+    trace, _reference = traced[checkpoint]
+    for name in trace.names:
+        old = old_head_stats(trace, name)
+        n_q, n_k = (len(t) for t in trace.axes(name))
+        for layer in range(trace.layers(name)):
+            summary = blocked.summarise(trace.blocks(name, layer, budget=SMALL), trace.n_heads,
+                                        n_q, n_k, name.endswith(".self"), tile=4, grid=8,
+                                        mean_side=6)
+            for key, value in summary.stats.items():
+                np.testing.assert_allclose(value, old[key][layer], atol=1e-5, rtol=1e-5,
+                                           err_msg=f"{checkpoint} {name} {key}")
+            exact = trace.layer_weights(name, layer).astype(np.float64)
+            np.testing.assert_allclose(summary.tiles, pool_weights(exact, *summary.tile_factors),
+                                       atol=1e-6)
+            np.testing.assert_allclose(summary.grid, pool_weights(exact, *summary.grid_factors),
+                                       atol=1e-6)
+            np.testing.assert_allclose(summary.mean, pool_weights(exact.mean(0),
+                                                                  *summary.mean_factors),
+                                       atol=1e-6)
+            assert max(summary.tiles.shape[1:]) <= 4 and max(summary.mean.shape) <= 6
+            assert summary.peak == pytest.approx(exact[:, 1:, 1:].max(), abs=1e-6)
+
+
+def test_dense_stores_of_the_own_models_read_in_blocks_too(seed_trace):
+    for name in seed_trace.names:
+        n_q, n_k = (len(t) for t in seed_trace.axes(name))
+        got = blocked.assemble(seed_trace.blocks(name, 0, [1, 0], budget=64), 2, range(n_q),
+                               n_k)
+        np.testing.assert_array_equal(got, seed_trace.layer_weights(name, 0)[[1, 0]])
+        summary = blocked.layer_summary(seed_trace, name, 0)
+        np.testing.assert_allclose(summary.stats["entropy"],
+                                   old_head_stats(seed_trace, name)["entropy"][0], atol=1e-5)
+
+
+def test_blocks_refuse_what_is_not_there(seed_trace):
+    name = seed_trace.names[0]
+    with pytest.raises(IndexError):
+        list(seed_trace.blocks(name, 99))
+    with pytest.raises(IndexError):
+        list(seed_trace.blocks(name, 0, [seed_trace.n_heads]))
+    with pytest.raises(ValueError):
+        seed_trace.blocks(name, 0, rows=range(0, 999))
+
+
+def test_fully_masked_rows_are_zero_not_nan():
+    logits = torch.tensor([[[0.0, 1.0], [-torch.inf, -torch.inf]]])
+    weights = blocked.softmax_rows(logits, dead=True)
+    assert torch.equal(weights[0, 1], torch.zeros(2))
+    with_sinks = blocked.softmax_rows(logits.clone(), sinks=torch.tensor([0.5]))
+    assert torch.equal(with_sinks[0, 1], torch.zeros(2))
+    assert float(with_sinks[0, 0].sum()) < 1  # the sink took its share
+
+
+def test_a_head_change_runs_neither_the_model_nor_any_pass_over_the_layer_again(monkeypatch):
+    """Explore, then a head change, then the analyses: each computation happens once."""
+    import app_pages.cache as cache
+    from model import load
+    from tests.helpers import app_test
+
+    calls = {"trace": 0, "summary": 0, "head": 0}
+
+    def counting(what, function):
+        def wrapper(*args, **kwargs):
+            calls[what] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    text = "The head changes, and nothing is computed twice: a sentence of its own."
+    trace = load("own-random", device="cpu").trace(text)  # for its sizes, before counting
+    adapter = type(load("own-random", device="cpu"))
+    monkeypatch.setattr(adapter, "trace", counting("trace", adapter.trace))
+    monkeypatch.setattr(cache, "summary_of", counting("summary", cache.summary_of))
+    monkeypatch.setattr(cache, "head_pooled", counting("head", cache.head_pooled))
+    at = app_test("explore", model_choice="own-random", text=text)
+    assert not at.exception
+    assert calls["summary"] == 1 and calls["head"] == 1 and calls["trace"] >= 1
+    traced = calls["trace"]
+    first = at.selectbox(key="head").value
+    at.selectbox(key="head").set_value((first + 1) % 8).run()
+    assert not at.exception
+    assert calls == {"trace": traced, "summary": 1, "head": 2}  # only the new head was read
+    at.selectbox(key="head").set_value(first).run()
+    at.radio(key="colour_scale").set_value("fit").run()
+    assert calls == {"trace": traced, "summary": 1, "head": 2}  # a head seen, other colours
+    kind = at.session_state["kind"]
+    at.switch_page("app_pages/stats.py").run()
+    at.selectbox(key="st_kind").set_value(kind).run()
+    assert not at.exception
+    # the stats of Explore's kind: its other layers were read, once each
+    assert calls == {"trace": traced, "summary": trace.layers(kind), "head": 2}
+    kinds = {kind}
+    for page, key in (("rollout", "ro_kind"), ("model_view", "mv_kind"), ("explore", "kind")):
+        at.switch_page(f"app_pages/{page}.py").run()
+        assert not at.exception
+        kinds.add(at.session_state[key])
+    assert calls["trace"] == traced and calls["head"] == 2
+    # each kind's layers were read once, whichever pages asked
+    assert calls["summary"] == sum(trace.layers(name) for name in kinds)
