@@ -218,3 +218,43 @@ def test_a_head_change_runs_neither_the_model_nor_any_pass_over_the_layer_again(
     assert calls["trace"] == traced and calls["head"] == 2
     # each kind's layers were read once, whichever pages asked
     assert calls["summary"] == sum(trace.layers(name) for name in kinds)
+
+
+def test_a_long_head_is_drawn_in_blocks_that_say_so_keep_row_sums_and_weigh_under_a_megabyte():
+    import plotly.io as pio
+
+    import viz
+    from tests.helpers import plotly_array
+
+    n, factor = 2048, 8
+    rng = np.random.default_rng(0)
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    weights = np.where(allowed, rng.random((n, n)), 0)
+    weights /= weights.sum(-1, keepdims=True)
+    tokens = [f"t{i}" for i in range(n)]
+    pooled = pool_weights(weights, factor, factor)
+    fig = viz.attention_heatmap(pooled, tokens, tokens, allowed=allowed,
+                                factors=(factor, factor), max_side=256)
+    assert "2048×2048 tokens in blocks of 8×8" in fig.layout.title.text
+    z = plotly_array(fig.data[0].z)
+    assert z.shape == (256, 256)
+    np.testing.assert_allclose(np.nansum(z, axis=1), 1, atol=1e-5)  # masked blocks hold 0
+    assert "block" in fig.data[0].hovertemplate and fig.data[0].customdata is None
+    assert len(pio.to_json(fig)) < 2**20
+    grid = viz.heads_grid(np.stack([pool_weights(weights, 32, 32)] * 9), tokens, tokens,
+                          allowed=allowed, factors=(32, 32))
+    assert "blocks of 32×32" in grid.layout.title.text
+    assert len(pio.to_json(grid)) < 2**20
+    # the same figure from the weights themselves: pooled on the page, the same cells
+    direct = viz.attention_heatmap(weights, tokens, tokens, allowed=allowed, max_side=256)
+    np.testing.assert_allclose(plotly_array(direct.data[0].z), z, atol=1e-6)
+    with pytest.raises(ValueError):
+        viz.attention_heatmap(pooled, tokens, tokens, factors=(4, 4))  # not 4-token blocks
+
+
+def test_a_short_head_still_names_both_tokens_of_every_cell():
+    import viz
+
+    tokens = ["The", "cat", "sat"]
+    fig = viz.attention_heatmap(np.eye(3), tokens, tokens)
+    assert tuple(fig.data[0].customdata[2, 1]) == ("2: sat", "1: cat")

@@ -33,6 +33,15 @@ from .style import (
 PLOT_WIDTH_PX = 600
 HOVER = N_("query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}"
            "<extra></extra>")
+# Past HOVER_CELLS cells a figure names its cells by row and column (their tokens are on the
+# axes): naming each cell's two tokens in the figure cost 10 MB for a 256 × 256 heatmap.
+HOVER_CELLS = 64 * 64
+POSITION_HOVER = N_("query row %{y}<br>key column %{x}<br>weight %{z:.4f}<extra></extra>")
+POSITION_MASK_HOVER = N_("query row %{y}<br>key column %{x}<br>masked (−∞ before softmax)"
+                         "<extra></extra>")
+BLOCK_HOVER = N_("query block %{y}<br>key block %{x}<br>weight %{z:.4f}<extra></extra>")
+BLOCK_MASK_HOVER = N_("query block %{y}<br>key block %{x}<br>masked (−∞ before softmax)"
+                      "<extra></extra>")
 MASK_HOVER = N_("query %{customdata[0]}<br>key %{customdata[1]}<br>masked (−∞ before softmax)"
                 "<extra></extra>")
 
@@ -56,20 +65,38 @@ def _hover_data(query_tokens: Sequence[str], key_tokens: Sequence[str],
     return grid
 
 
-def _head_traces(weights, allowed, customdata, coloraxis="coloraxis"):
-    """The weight heatmap and, where anything is masked, the grey mask layer."""
+def _head_traces(weights, allowed, customdata, coloraxis="coloraxis", pooled: bool = False):
+    """The weight heatmap and, where anything is masked, the grey mask layer.
+
+    ``customdata`` names each cell's query and key (see :func:`_hover_data`); None (a large
+    figure) names its row and column, or its blocks when ``pooled``, and sends float32.
+    """
     z = weights.copy()
+    if customdata is None:
+        z = z.astype(np.float32)
+        hover, mask_hover = (BLOCK_HOVER, BLOCK_MASK_HOVER) if pooled else (
+            POSITION_HOVER, POSITION_MASK_HOVER)
+    else:
+        hover, mask_hover = HOVER, MASK_HOVER
     traces = []
     if allowed is not None and not allowed.all():
         z[~allowed] = np.nan
-        mask_z = np.where(allowed, np.nan, 1.0)
+        mask_z = np.where(allowed, np.nan, 1.0).astype(z.dtype)
         traces.append(go.Heatmap(
-            z=mask_z, customdata=customdata, hovertemplate=_(MASK_HOVER), showscale=False,
+            z=mask_z, customdata=customdata, hovertemplate=_(mask_hover), showscale=False,
             colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]], name="masked", hoverongaps=False))
     traces.insert(0, go.Heatmap(
-        z=z, customdata=customdata, hovertemplate=_(HOVER), coloraxis=coloraxis,
+        z=z, customdata=customdata, hovertemplate=_(hover), coloraxis=coloraxis,
         name="weights", hoverongaps=False))
     return traces
+
+
+def _cell_names(query_tokens, key_tokens, query_hover=None, key_hover=None, heads: int = 1):
+    """Each cell's query and key for the hover (:func:`_hover_data`), or None past
+    :data:`HOVER_CELLS` cells in all."""
+    if heads * len(query_tokens) * len(key_tokens) > HOVER_CELLS:
+        return None
+    return _hover_data(query_tokens, key_tokens, query_hover, key_hover)
 
 
 def _check_allowed(allowed, shape) -> np.ndarray | None:
@@ -185,7 +212,8 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         title = f"{title}<br><sup>{note}</sup>" if title else note
         query_hover = key_hover = None
     fig = go.Figure(_head_traces(weights, allowed,
-                                 _hover_data(query_tokens, key_tokens, query_hover, key_hover)))
+                                 _cell_names(query_tokens, key_tokens, query_hover, key_hover),
+                                 pooled=bool(note)))
     n_q, n_k = weights.shape
     cell = max(6, min(48, 640 // max(n_q, n_k)))
     # Rows are `cell` px tall; the slanted column labels share a plot about 600 px wide.
@@ -256,10 +284,10 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
                         subplot_titles=[head_name(h) for h in range(n_heads)],
                         horizontal_spacing=0.05 if show_labels else 0.03,
                         vertical_spacing=min(0.3, gap_px / height) if rows > 1 else 0.1)
-    customdata = _hover_data(query_tokens, key_tokens, query_hover)
+    customdata = _cell_names(query_tokens, key_tokens, query_hover, heads=n_heads)
     for h in range(n_heads):
         row, col = divmod(h, cols)
-        for trace in _head_traces(layer_weights[h], allowed, customdata):
+        for trace in _head_traces(layer_weights[h], allowed, customdata, pooled=bool(note)):
             fig.add_trace(trace, row=row + 1, col=col + 1)
         x_ticks = axis_ticks(key_tokens) if show_labels else {"showticklabels": False}
         y_ticks = (axis_ticks(query_tokens) if show_labels and col == 0

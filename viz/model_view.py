@@ -41,7 +41,8 @@ def model_view(trace, name: str, tile: int = 16, title: str = "", tiles=None) ->
         tq, tk = tiles.shape[2:]
     gap = 1
     z = np.full((n_layers * (tq + gap), n_heads * (tk + gap)), np.nan)
-    custom = np.full(z.shape + (2,), -1, dtype=int)
+    small = np.int8 if max(n_layers, n_heads) < 128 else np.int16  # sent as typed arrays
+    custom = np.full(z.shape + (2,), -1, dtype=small)
     for layer in range(n_layers):
         for head in range(n_heads):
             pooled = tiles[layer, head] if tiles is not None else pool_weights(
@@ -50,7 +51,7 @@ def model_view(trace, name: str, tile: int = 16, title: str = "", tiles=None) ->
             z[r:r + tq, c:c + tk] = pooled
             custom[r:r + tq, c:c + tk] = (layer, head)
     fig = go.Figure(go.Heatmap(
-        z=z, customdata=custom, coloraxis="coloraxis", hoverongaps=False,
+        z=z.astype(np.float32), customdata=custom, coloraxis="coloraxis", hoverongaps=False,
         hovertemplate=_("layer %{customdata[0]} · head %{customdata[1]}<br>weight %{z:.3f}"
                         "<extra></extra>")))
     tile_px = max(22, min(60, 1100 // max(n_layers, 1)))
