@@ -28,8 +28,8 @@ import torch
 
 from .store import BLOCK_BYTES, Block, readonly, row_slices, rows_per_block
 
-__all__ = ["BLOCK_BYTES", "Block", "LayerSummary", "assemble", "factors", "pool", "row_slices",
-           "rows_per_block", "softmax_rows", "summarise"]
+__all__ = ["BLOCK_BYTES", "Block", "LayerSummary", "assemble", "factors", "group_sums", "pool",
+           "row_slices", "rows_per_block", "softmax_rows", "summarise", "summary_factors"]
 
 
 def _tensor(weights) -> torch.Tensor:
@@ -61,37 +61,62 @@ def assemble(blocks: Iterable[Block], heads: int, rows: range, n_keys: int,
     return out
 
 
-def key_sums(w: torch.Tensor, fk: int) -> torch.Tensor:
-    """``[..., keys]`` summed over consecutive groups of ``fk`` keys (the last group may be
-    shorter): ``[..., ceil(keys / fk)]``, without copying the input."""
-    if fk == 1:
+def group_sums(w: torch.Tensor, f: int, dim: int) -> torch.Tensor:
+    """``w`` summed over consecutive groups of ``f`` along ``dim`` (the last group may be
+    shorter), without copying ``w``."""
+    if f == 1:
         return w
-    ke = w.shape[-1]
-    full = ke - ke % fk
-    rest = w[..., full:].sum(-1, keepdim=True)
-    if not full:
-        return rest
-    sums = w[..., :full].unfold(-1, fk, fk).sum(-1)
-    return torch.cat([sums, rest], dim=-1) if full < ke else sums
+    dim = dim % w.dim()
+    n = w.shape[dim]
+    full = n - n % f
+    parts = []
+    if full:
+        shape = [*w.shape[:dim], full // f, f, *w.shape[dim + 1:]]
+        parts.append(w.narrow(dim, 0, full).reshape(shape).sum(dim + 1))
+    if full < n:
+        parts.append(w.narrow(dim, full, n - full).sum(dim, keepdim=True))
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim)
 
 
 class _Pooler:
-    """Accumulates blocks into ``[head, ceil(n_q / fq), ceil(n_k / fk)]`` pooled weights."""
+    """Accumulates sums into ``[head, ceil(n_q / fq), ceil(n_k / fk)]`` pooled weights."""
 
     def __init__(self, heads: int, n_q: int, n_k: int, fq: int, fk: int, device):
         self.fq, self.fk, self.n_q = fq, fk, n_q
         self.sums = torch.zeros((heads, math.ceil(n_q / fq), math.ceil(n_k / fk)),
                                 dtype=torch.float64, device=device)
 
-    def add(self, start: int, keyed: torch.Tensor) -> None:
-        """Add rows ``start…`` whose keys are already summed in groups of ``fk``:
-        ``[head, rows, key groups]``."""
-        rows = torch.arange(start, start + keyed.shape[-2], device=keyed.device) // self.fq
+    def add(self, rows: torch.Tensor, keyed: torch.Tensor) -> None:
+        """Add ``keyed`` ``[head, n, key groups]``: weights summed over groups of ``fk`` keys
+        (from the first), whose row i belongs to pooled row ``rows[i]``."""
         self.sums[..., :keyed.shape[-1]].index_add_(-2, rows, keyed.to(torch.float64))
 
     def result(self) -> np.ndarray:
         counts = np.minimum(self.fq, self.n_q - np.arange(self.sums.shape[-2]) * self.fq)
         return self.sums.cpu().numpy() / counts[:, None]
+
+
+class _Grouped:
+    """A block's weights summed over groups of ``unit`` rows and ``fk`` keys, ready for any
+    pooler whose factors are multiples of those (rows first: a sum along rows reads memory
+    in order, and leaves fewer rows for the keys)."""
+
+    def __init__(self, block: Block, w: torch.Tensor, fq: int, fk: int):
+        aligned = block.start % fq == 0
+        self.unit = fq if aligned else 1  # a misaligned block (a region) goes row by row
+        rows = group_sums(w, self.unit, 1)
+        self.sums = group_sums(rows, fk, -1)  # [head, row groups, key groups]
+        self.first = block.start // self.unit
+        self.fk = fk
+        self._ids = torch.arange(self.first, self.first + self.sums.shape[1], device=w.device)
+
+    def rows(self, fq: int) -> torch.Tensor:
+        """The pooled row of each row group, for a pooler of ``fq`` rows."""
+        return self._ids // (fq // self.unit)
+
+    def add_to(self, pooler: _Pooler, sums: torch.Tensor | None = None) -> None:
+        sums = self.sums if sums is None else sums
+        pooler.add(self.rows(pooler.fq), group_sums(sums, pooler.fk // self.fk, -1))
 
 
 def pool(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, fq: int, fk: int,
@@ -108,7 +133,7 @@ def pool(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, fq: int, fk: i
         w = _tensor(block.weights)
         if pooler is None:
             pooler = _Pooler(heads, n_q, n_k, fq, fk, w.device)
-        pooler.add(block.start, key_sums(w, fk))
+        _Grouped(block, w, fq, fk).add_to(pooler)
     if pooler is None:
         pooler = _Pooler(heads, n_q, n_k, fq, fk, device)
     return pooler.result()
@@ -156,12 +181,9 @@ def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis
     The statistics are the means over query rows of: the entropy of the row (nats); its
     weight on the first key; and for self-attention (``same_axis``) the weighted distance
     ``Σ w·|q − k|``, the weight on the query itself and on the token before it (this one over
-    rows 1…).
+    rows 1…). Blocks aligned to :func:`summary_factors`' first factors are pooled fastest.
     """
-    f_mean = factors(n_q, n_k, mean_side)
-    # the coarser pools are multiples of the finest, so keys are summed once per block
-    f_tile, f_grid = (tuple(f * factor for f, factor in zip(
-        f_mean, factors(-(-n_q // f_mean[0]), -(-n_k // f_mean[1]), side))) for side in (tile, grid))
+    f_mean, f_tile, f_grid = summary_factors(n_q, n_k, tile, grid, mean_side)
     sums = {key: torch.zeros(heads, dtype=torch.float64, device=device)
             for key in ("entropy", "first_token", "distance", "self", "previous_token")}
     poolers = peak = top = None
@@ -174,25 +196,16 @@ def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis
             sums = {key: value.to(dev) for key, value in sums.items()}
             peak = torch.zeros((), dtype=torch.float32, device=dev)
             top = torch.zeros((), dtype=torch.float32, device=dev)
-        rows, ke = w.shape[1], w.shape[2]
-        sums["entropy"] -= torch.special.xlogy(w, w).sum(-1).sum(-1, dtype=torch.float64)
-        sums["first_token"] += w[..., 0].sum(-1, dtype=torch.float64)
-        if same_axis:
-            q = torch.arange(block.start, block.stop, device=w.device, dtype=torch.float32)
-            k = torch.arange(ke, device=w.device, dtype=torch.float32)
-            distance = (q[:, None] - k[None, :]).abs_()  # [rows, keys]
-            sums["distance"] += (w * distance).sum(-1).sum(-1, dtype=torch.float64)
-            sums["self"] += _diagonal(w, block.start).sum(-1, dtype=torch.float64)
-            sums["previous_token"] += _diagonal(w, block.start - 1).sum(-1, dtype=torch.float64)
+        _add_statistics(sums, w, block.start, same_axis)
         rest = w[:, 1:, 1:] if block.start == 0 else w[..., 1:]
-        if rest.numel():
-            peak = torch.maximum(peak, rest.max())
-        if w.numel():
-            top = torch.maximum(top, w.max())
-        keyed = key_sums(w, f_mean[1])  # [head, rows, key groups]
-        for pooler, f in zip(poolers[:2], (f_tile, f_grid)):
-            pooler.add(block.start, key_sums(keyed, f[1] // f_mean[1]))
-        poolers[2].add(block.start, keyed.mean(0, keepdim=True))
+        if rest.numel():  # along the rows first: a reduction over all of a slice is slow
+            peak = torch.maximum(peak, rest.amax(-1).max())
+        if (n_q < 2 or n_k < 2) and w.numel():
+            top = torch.maximum(top, w.amax(-1).max())
+        grouped = _Grouped(block, w, *f_mean)
+        for pooler in poolers[:2]:
+            grouped.add_to(pooler)
+        grouped.add_to(poolers[2], grouped.sums.sum(0, keepdim=True) / heads)
     if poolers is None:  # no rows at all
         raise ValueError("a layer without query rows has nothing to summarise")
     stats = {key: (value / max(1, n_q - 1 if key == "previous_token" else n_q)).cpu().numpy()
@@ -207,6 +220,49 @@ def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis
                         readonly(poolers[0].result()), f_tile, readonly(poolers[1].result()),
                         f_grid, readonly(poolers[2].result()[0].astype(np.float32)), f_mean,
                         peak_value)
+
+
+def summary_factors(n_q: int, n_k: int, tile: int = 16, grid: int = 64,
+                    mean_side: int = 1024) -> tuple[tuple[int, int], ...]:
+    """Tokens per block ``(queries, keys)`` of :class:`LayerSummary`'s mean, tiles and grid:
+    the coarser two are multiples of the mean's, so a block's sums are made once."""
+    f_mean = factors(n_q, n_k, mean_side)
+    coarser = (tuple(f * factor for f, factor in zip(
+        f_mean, factors(-(-n_q // f_mean[0]), -(-n_k // f_mean[1]), side)))
+        for side in (tile, grid))
+    return (f_mean, *coarser)
+
+
+TINY = float(np.finfo(np.float32).tiny)
+
+
+def _add_statistics(sums: dict, w: torch.Tensor, start: int, same_axis: bool) -> None:
+    """Add a block's rows to the sums of the statistics (see :func:`summarise`)."""
+    f64 = torch.float64
+    # -Σ w·log w with 0·log 0 = 0: weights are raised to the smallest normal float first (the
+    # log of 0 is slow, and 0 · log(tiny) is 0), which moves no weight above it
+    logs = w.clamp_min(TINY).log_().mul_(w)
+    sums["entropy"] -= logs.sum(-1).sum(-1, dtype=f64)
+    sums["first_token"] += w[..., 0].sum(-1, dtype=f64)
+    if not same_axis:
+        return
+    rows, ke = w.shape[1], w.shape[2]
+    q = torch.arange(start, start + rows, device=w.device, dtype=torch.float32)
+    before = min(start, ke)  # keys before the block's first query: |q - k| = q - k
+    if before:  # Σ w and Σ w·k of the keys before the block in one product
+        ones_k = torch.stack([torch.ones(before, device=w.device),
+                              torch.arange(before, device=w.device, dtype=torch.float32)], 1)
+        left = w[..., :before] @ ones_k  # [head, rows, 2]
+        distance = (left[..., 0] * q - left[..., 1]).sum(-1, dtype=f64)
+    else:
+        distance = torch.zeros(w.shape[0], dtype=f64, device=w.device)
+    if before < ke:
+        k = torch.arange(before, ke, device=w.device, dtype=torch.float32)
+        near = (q[:, None] - k[None, :]).abs_()
+        distance += (w[..., before:] * near).sum(-1).sum(-1, dtype=f64)
+    sums["distance"] += distance
+    sums["self"] += _diagonal(w, start).sum(-1, dtype=f64)
+    sums["previous_token"] += _diagonal(w, start - 1).sum(-1, dtype=f64)
 
 
 def _diagonal(w: torch.Tensor, offset: int) -> torch.Tensor:
@@ -254,7 +310,8 @@ def head_pooled(trace, name: str, layer: int, head: int, max_side: int
     fq, fk = factors(n_q, n_k, max_side)
     if fq == fk == 1:
         return trace.weights(name, layer, head), (1, 1)
-    return pool(trace.blocks(name, layer, [head]), 1, n_q, n_k, fq, fk)[0], (fq, fk)
+    blocks = trace.blocks(name, layer, [head], align=(fq, fk))
+    return pool(blocks, 1, n_q, n_k, fq, fk)[0], (fq, fk)
 
 
 def region(trace, name: str, layer: int, head: int, rows: range, keys: range) -> np.ndarray:
@@ -270,5 +327,41 @@ def layer_summary(trace, name: str, layer: int, **sizes) -> LayerSummary:
     """:func:`summarise` of every head of one layer of a trace (``sizes``: ``tile``,
     ``grid``, ``mean_side``)."""
     n_q, n_k = (len(t) for t in trace.axes(name))
-    return summarise(trace.blocks(name, layer), trace.n_heads, n_q, n_k,
+    f_mean = summary_factors(n_q, n_k, **sizes)[0]
+    return summarise(trace.blocks(name, layer, align=f_mean), trace.n_heads, n_q, n_k,
                      name.endswith(".self"), **sizes)
+
+
+def mean_pooled(trace, name: str, layers, heads, rows: range, keys: range, max_side: int
+                ) -> tuple[np.ndarray, tuple[int, int], float]:
+    """The weights of query ``rows`` × ``keys`` averaged over ``layers`` and ``heads``, in at
+    most ``max_side`` blocks a side (exact when they fit), computed for those rows only.
+
+    Returns:
+        ``(mean [row blocks, key blocks] float64, (rows, keys) per block, mass)``: each pooled
+        row averages its block's rows and sums its keys (see :func:`pool`); ``mass`` is the
+        mean over the rows of the weight they put on ``keys`` (0…1).
+    """
+    layers, heads = list(layers), list(heads)
+    if not layers or not heads:
+        raise ValueError("choose at least one layer and one head")
+    n_rows, n_keys = len(rows), len(keys)
+    if not (keys.step == 1 and 0 <= keys.start < keys.stop <= len(trace.axes(name)[1])
+            and n_rows):
+        raise ValueError(f"rows {rows!r} and keys {keys!r} must be non-empty ranges inside "
+                         f"the {name} weights")
+    fq, fk = factors(n_rows, n_keys, max_side)
+    pooler = _Pooler(1, n_rows, n_keys, fq, fk, None)
+    align = (fq, 1) if rows.start == 0 else (1, 1)
+    for layer in layers:
+        for block in trace.blocks(name, layer, heads, rows=rows, align=align):
+            w = _tensor(block.weights)[..., keys.start:keys.stop]
+            if not w.shape[-1]:  # every key of the span lies past what these rows may see
+                continue
+            if pooler.sums.device != w.device:
+                pooler.sums = pooler.sums.to(w.device)
+            summed = w.sum(0, keepdim=True)  # [1, rows, keys]: the heads added up
+            _Grouped(Block(block.start - rows.start, summed), summed, fq, fk).add_to(pooler)
+    count = len(layers) * len(heads)
+    mass = float(pooler.sums.sum()) / (count * n_rows)
+    return pooler.result()[0] / count, (fq, fk), mass

@@ -59,7 +59,7 @@ def check_index(value, size: int, what: str, of: str = "") -> int:
     return value
 
 
-BLOCK_BYTES = 32 << 20  # weights of one block, [head, rows, keys] float32
+BLOCK_BYTES = 8 << 20  # weights of one block, [head, rows, keys] float32 (cache-sized)
 
 
 @dataclass(frozen=True)
@@ -80,9 +80,11 @@ class Block:
         return self.start + self.weights.shape[1]
 
 
-def rows_per_block(heads: int, keys: int, budget: int = BLOCK_BYTES) -> int:
-    """Query rows per block so that ``[heads, rows, keys]`` float32 holds ``budget`` bytes."""
-    return max(1, budget // (4 * max(1, heads) * max(1, keys)))
+def rows_per_block(heads: int, keys: int, budget: int = BLOCK_BYTES, align: int = 1) -> int:
+    """Query rows per block so that ``[heads, rows, keys]`` float32 holds ``budget`` bytes,
+    a multiple of ``align`` (at least ``align``)."""
+    rows = max(1, budget // (4 * max(1, heads) * max(1, keys)))
+    return max(align, rows - rows % align)
 
 
 def row_slices(rows: range, per_block: int) -> Iterator[tuple[int, int]]:
@@ -125,9 +127,11 @@ class AttentionStore(Protocol):
         ...
 
     def blocks(self, layer: int, heads=None, rows: range | None = None,
-               budget: int = BLOCK_BYTES) -> Iterator[Block]:
+               budget: int = BLOCK_BYTES, align: tuple[int, int] = (1, 1)) -> Iterator[Block]:
         """The weights of ``heads`` (default all) of one layer in blocks of query ``rows``
-        (default all), each a :class:`Block` of at most ``budget`` bytes."""
+        (default all), each a :class:`Block` of about ``budget`` bytes; ``align``: each
+        block holds a multiple of ``align[0]`` rows (the last one excepted) and a multiple of
+        ``align[1]`` keys (or every key)."""
         ...
 
     def mask(self, layer: int) -> np.ndarray:
@@ -198,13 +202,13 @@ class DenseStore:
         return self.weights
 
     def blocks(self, layer: int, heads=None, rows: range | None = None,
-               budget: int = BLOCK_BYTES) -> Iterator[Block]:
+               budget: int = BLOCK_BYTES, align: tuple[int, int] = (1, 1)) -> Iterator[Block]:
         weights = self.weights[self._layer(layer)]
         if heads is not None:
             weights = weights[[self._head(h) for h in heads]]
         rows = range(weights.shape[1]) if rows is None else rows
         for start, stop in row_slices(rows, rows_per_block(len(weights), weights.shape[2],
-                                                           budget)):
+                                                           budget, align[0])):
             yield Block(start, weights[:, start:stop])
 
     def mask(self, layer: int) -> np.ndarray:

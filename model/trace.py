@@ -232,7 +232,7 @@ class AttentionTrace:
         return readonly(array)
 
     def blocks(self, name: str, layer: int, heads=None, rows: range | None = None,
-               budget: int = BLOCK_BYTES) -> Iterator[Block]:
+               budget: int = BLOCK_BYTES, align: tuple[int, int] = (1, 1)) -> Iterator[Block]:
         """One layer's weights in blocks of query rows (see :mod:`model.blocked`, which reads
         them): ``[head, rows, keys]`` at most ``budget`` bytes at a time, computed where the
         model ran for a trace that computes heads when asked.
@@ -240,6 +240,8 @@ class AttentionTrace:
         Args:
             heads: the heads (default all), in the order the blocks hold them.
             rows: the query rows (default all), a range of step 1 inside the queries.
+            align: ``(rows, keys)``: blocks hold a multiple of this many rows (the last one
+                excepted) and of keys (or every key), for readers that pool.
         """
         layer = self._layer(name, layer)
         heads = None if heads is None else [self._head(h) for h in heads]
@@ -247,7 +249,7 @@ class AttentionTrace:
         if rows is not None and not (isinstance(rows, range) and rows.step == 1
                                      and 0 <= rows.start <= rows.stop <= n_q):
             raise ValueError(f"rows {rows!r} must be a range of step 1 inside 0..{n_q}")
-        return self.attention[name].blocks(layer, heads, rows, budget)
+        return self.attention[name].blocks(layer, heads, rows, budget, align)
 
     def scores(self, name: str, layer: int, head: int) -> np.ndarray:
         """Scores of one head before the mask and softmax: float32 ``[query, key]``.

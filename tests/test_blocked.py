@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -99,6 +101,45 @@ def test_a_region_is_computed_exactly_for_its_rows_and_keys(traced):
     np.testing.assert_allclose(got, expected[3:9, 2:7], atol=1e-5, rtol=0)
     with pytest.raises(ValueError):
         blocked.region(trace, "decoder.self", 1, 2, range(3, 9), range(2, 99))
+    from model.analysis.views import window, window_weights
+
+    shown = window(trace, "decoder.self", 4, 11)  # the head view's window: its rows only
+    np.testing.assert_allclose(window_weights(trace, "decoder.self", 1, shown),
+                               reference["decoder.self"][1][:, 4:11, 4:11], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("checkpoint", ["llama", "bart"])
+def test_means_over_layers_and_heads_equal_the_aggregate_and_span_computed_directly(traced,
+                                                                                    checkpoint):
+    from model.analysis.statistics import aggregate, span_attention
+
+    trace, _reference = traced[checkpoint]
+    for name in trace.names:
+        n_q, n_k = (len(t) for t in trace.axes(name))
+        layers, heads = [0, trace.layers(name) - 1], [1, 0, trace.n_heads - 1]
+        expected = aggregate(trace, name, layers, heads)
+        mean, factors, mass = blocked.mean_pooled(trace, name, layers, heads, range(n_q),
+                                                  range(n_k), max_side=n_q + n_k)
+        assert factors == (1, 1)
+        np.testing.assert_allclose(mean, expected, atol=1e-6)
+        assert mass == pytest.approx(1.0, abs=1e-5)
+        pooled, factors, _mass = blocked.mean_pooled(trace, name, layers, heads, range(n_q),
+                                                     range(n_k), max_side=4)
+        np.testing.assert_allclose(pooled, pool_weights(expected, *factors), atol=1e-6)
+        spans = (range(3, n_q), range(0, 4)), (range(1, 5), range(2, n_k))
+        for rows, keys in spans:
+            block, span_mass = span_attention(expected, (rows.start, rows.stop),
+                                              (keys.start, keys.stop))
+            got, factors, mass = blocked.mean_pooled(trace, name, layers, heads, rows, keys,
+                                                     max_side=64)
+            np.testing.assert_allclose(got, block, atol=1e-6)
+            assert mass == pytest.approx(span_mass, abs=1e-6)
+            got, factors, mass = blocked.mean_pooled(trace, name, layers, heads, rows, keys,
+                                                     max_side=2)
+            np.testing.assert_allclose(got, pool_weights(block, *factors), atol=1e-6)
+            assert mass == pytest.approx(span_mass, abs=1e-6)
+    with pytest.raises(ValueError):
+        blocked.mean_pooled(trace, trace.names[0], [], [0], range(2), range(2), 8)
 
 
 @pytest.mark.parametrize("checkpoint", ["bert", "llama", "t5"])
@@ -124,10 +165,13 @@ def test_one_pass_summary_equals_the_per_head_numpy_statistics(traced, checkpoin
     for name in trace.names:
         old = old_head_stats(trace, name)
         n_q, n_k = (len(t) for t in trace.axes(name))
-        for layer in range(trace.layers(name)):
-            summary = blocked.summarise(trace.blocks(name, layer, budget=SMALL), trace.n_heads,
-                                        n_q, n_k, name.endswith(".self"), tile=4, grid=8,
-                                        mean_side=6)
+        sizes = {"tile": 4, "grid": 8, "mean_side": 6}
+        fine = blocked.summary_factors(n_q, n_k, **sizes)[0]
+        for layer, align in itertools.product(range(trace.layers(name)), ((1, 1), fine)):
+            # blocks of a few rows, aligned to the finest pooling or not (a block then sums
+            # its rows one by one)
+            summary = blocked.summarise(trace.blocks(name, layer, budget=SMALL, align=align),
+                                        trace.n_heads, n_q, n_k, name.endswith(".self"), **sizes)
             for key, value in summary.stats.items():
                 np.testing.assert_allclose(value, old[key][layer], atol=1e-5, rtol=1e-5,
                                            err_msg=f"{checkpoint} {name} {key}")
