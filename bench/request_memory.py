@@ -5,7 +5,7 @@
     .venv/bin/python -m bench.request_memory --traces 20 --tokens 2000   # the cache's bound
 
 Part 1 runs each (model, length) in a fresh process: load the model, then trace the text and
-compute what Explore computes for one layer (every head, the layer view, both heatmaps),
+compute what Explore computes for one layer (its summary, one head, both heatmaps),
 sampling the process's resident memory every 2 ms. Printed: the rise of the peak over the
 memory held before (the model), the estimate, and their ratio (an estimate must not be below).
 
@@ -51,7 +51,9 @@ def _measure(spec: str, n_tokens: int) -> dict:
 
     import viz
     from model import load
-    from model.analysis.views import layer_view, query_rows
+    from model.analysis.statistics import summary_of
+    from model.analysis.views import query_rows
+    from model.blocked import head_pooled
 
     loaded = load(spec, device="cpu")
     text = text_of(loaded, n_tokens)
@@ -71,10 +73,12 @@ def _measure(spec: str, n_tokens: int) -> dict:
     start = time.perf_counter()
     trace = loaded.trace(text)
     name = trace.names[-1]
-    view = layer_view(trace, name, 0, 0)
-    rows, keys = query_rows(trace, name), trace.axes(name)[1]
-    viz.attention_heatmap(view.weights, rows.labels, keys, allowed=view.allowed).to_json()
-    viz.heads_grid(view.layer_weights, rows.labels, keys, allowed=view.allowed).to_json()
+    summary = summary_of(trace, name, 0)  # what Explore computes: the layer's summary, a head
+    weights, factors = head_pooled(trace, name, 0, 0, 256)
+    rows, keys, allowed = query_rows(trace, name), trace.axes(name)[1], trace.mask(name, 0)
+    viz.attention_heatmap(weights, rows.labels, keys, allowed=allowed, factors=factors).to_json()
+    viz.heads_grid(summary.grid, rows.labels, keys, allowed=allowed,
+                   factors=summary.grid_factors).to_json()
     seconds = time.perf_counter() - start
     running[0] = False
     sampler.join()

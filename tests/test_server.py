@@ -393,6 +393,21 @@ def test_the_shared_cache_is_bounded_by_bytes_and_keeps_the_recent():
     assert not cache.peek("huge")[0]
 
 
+def test_results_the_cache_lets_go_are_given_back_to_the_system(monkeypatch):
+    import app_pages.cache as cache_module
+
+    trims = []
+    monkeypatch.setattr(cache_module, "trim_freed_memory", lambda: trims.append(1))
+    cache = cache_module.SharedCache(max_bytes=2_000, workers=1)
+    cache.get("a", lambda: np.zeros(100))
+    cache.get("b", lambda: np.zeros(100))
+    assert trims == []  # nothing let go yet
+    cache.get("c", lambda: np.zeros(100))
+    assert trims == [1] and not cache.peek("a")[0]
+    assert cache_module.trim_freed_memory is not None and cache_module.MMAP_BYTES >= 2 * (
+        cache_module.BLOCK_BYTES)  # a block and its temporaries come from the heap
+
+
 def test_one_result_is_computed_once_for_concurrent_askers_and_shared():
     from app_pages.cache import SharedCache
 
