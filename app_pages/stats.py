@@ -7,17 +7,11 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.cache import get_head_stats
+from app_pages.cache import get_head_stats, get_mean
 from app_pages.common import bounded_analysis, chart, kind_selector, load_run, open_head
 from app_pages.events import selected_head
 from i18n import N_, _
-from model.analysis.statistics import (
-    STATS,
-    aggregate,
-    defined_metrics,
-    span_attention,
-    stats_table,
-)
+from model.analysis.statistics import STATS, defined_metrics, stats_table
 from model.analysis.views import boundary_label, query_rows, sentence_split
 
 # The metrics' names as shown (the keys of STATS, which name the values in the code).
@@ -64,25 +58,44 @@ heads = widgets.multiselect(_("Heads"), range(trace.n_heads), default=list(range
 if not layers or not heads:
     st.info(_("Choose at least one layer and one head."))
     st.stop()
-mean = aggregate(trace, name, layers, heads)
 rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
 q_tokens = rows.labels
+SIDE = 256  # cells a side drawn: longer inputs are averaged in blocks of tokens
+mean, mean_factors, _mass = get_mean(run, name, layers, heads, range(len(q_tokens)),
+                                     range(len(k_tokens)), SIDE)
 chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.mask(name),
-                            query_hover=rows.hover, y_title=rows.title,
+                            factors=mean_factors, max_side=SIDE, query_hover=rows.hover,
+                            y_title=rows.title,
                             title=_("Weights averaged over the chosen layers and heads")),
       key="aggregate")
 c3, c4 = st.columns(2)
 q_cut = sentence_split(q_tokens, rows.special)
 k_cut = sentence_split(k_tokens, trace.special(name)[1])
-qa, qb = widgets.select_slider(
-    _("Query span (e.g. sentence B)"), range(len(q_tokens) + 1), (q_cut, len(q_tokens)),
-    key="span_q", container=c3, format_func=lambda i: boundary_label(q_tokens, i),
+LABELLED = 512  # tokens up to which a span's ends are chosen by name; past it, by position
+
+
+def span_slider(label: str, tokens, value: tuple[int, int], key: str, container, **kwargs):
+    """A span ``(start, stop)`` of ``tokens``: its boundaries named by their tokens, or (long
+    inputs, where a name per position would weigh on the page) by position, with the tokens
+    at its ends written below."""
+    if len(tokens) <= LABELLED:
+        return widgets.select_slider(label, range(len(tokens) + 1), value, key=key,
+                                     container=container,
+                                     format_func=lambda i: boundary_label(tokens, i), **kwargs)
+    start, stop = widgets.slider(label, 0, len(tokens), value, key=key, container=container,
+                                 **kwargs)
+    container.caption(f"{boundary_label(tokens, start)} → {boundary_label(tokens, stop)}")
+    return start, stop
+
+
+qa, qb = span_slider(
+    _("Query span (e.g. sentence B)"), q_tokens, (q_cut, len(q_tokens)), "span_q", c3,
     help=_("From the first token of the span up to (not including) the last boundary."))
-ka, kb = widgets.select_slider(
-    _("Key span (e.g. sentence A)"), range(len(k_tokens) + 1), (0, k_cut), key="span_k",
-    container=c4, format_func=lambda i: boundary_label(k_tokens, i))
+ka, kb = span_slider(_("Key span (e.g. sentence A)"), k_tokens, (0, k_cut), "span_k", c4)
 if qb > qa and kb > ka:
-    block, mass = span_attention(mean, (qa, qb), (ka, kb))
+    block, block_factors, mass = get_mean(run, name, layers, heads, range(qa, qb),
+                                          range(ka, kb), SIDE)
     st.metric(_("Share of the query span's attention on the key span"), f"{mass:.1%}")
-    chart(viz.attention_heatmap(block, q_tokens[qa:qb], k_tokens[ka:kb],
+    chart(viz.attention_heatmap(block, q_tokens[qa:qb], list(k_tokens[ka:kb]),
+                                factors=block_factors, max_side=SIDE,
                                 title=_("Query span → key span")), key="span")

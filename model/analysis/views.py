@@ -12,6 +12,7 @@ import numpy as np
 
 from i18n import _
 
+from ..blocked import assemble
 from ..trace import AttentionTrace
 
 
@@ -159,8 +160,12 @@ def _inside(positions, cut: slice) -> list[int]:
 
 
 def window_weights(trace: AttentionTrace, name: str, layer: int, view: Window) -> np.ndarray:
-    """Every head of ``layer`` inside the window: ``[head, query, key]``."""
-    return trace.layer_weights(name, layer)[:, view.queries, view.keys]
+    """Every head of ``layer`` inside the window: float32 ``[head, query, key]``, computed
+    for the window's query rows only (:mod:`model.blocked`), never the whole layer."""
+    rows = range(view.queries.start, view.queries.stop)
+    keys = range(view.keys.start, view.keys.stop)
+    n_keys = len(trace.axes(name)[1])
+    return assemble(trace.blocks(name, layer, rows=rows), trace.n_heads, rows, n_keys, keys)
 
 
 @dataclass(frozen=True)
