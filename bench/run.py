@@ -304,6 +304,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the table here")
     args = parser.parse_args()
     runs = max(5, args.runs)
+    import app_pages.cache  # noqa: F401  (the server's allocator settings, as the app runs)
     from model.device import resolve_device
 
     device = str(resolve_device(args.device))
