@@ -21,6 +21,7 @@ from app_pages.navigation import PAGES
 from i18n import _
 from model.analysis.views import FIT_ABOVE, colour_ceiling, query_rows, writes_words
 from viz import export
+from viz.pooling import block_labels, pool_allowed
 
 HIGHLIGHT = "explore_highlight"  # a cell another page asked to outline (a lesson's pair)
 # the lesson that opens heads with a cell outlined, by its title (in English)
@@ -111,10 +112,17 @@ elif pair is not None:
     st.caption(_("The pair {pair} the lesson “{lesson}” pointed at is outlined in layer "
                  "{layer}, head {head}.").format(pair=pair[4], lesson=_(SEE_IT), layer=pair[0],
                                                  head=pair[1]))
+def shown_table(weights=weights, factors=factors, allowed=allowed) -> bytes:
+    """The weights drawn as CSV (masked cells empty): every token's, or a long input's blocks
+    (exact weights of any region are in the zoom)."""
+    fq, fk = factors
+    return export.matrix_csv(np.where(pool_allowed(allowed, fq, fk), weights, np.nan),
+                             block_labels(rows.labels, fq), block_labels(k_tokens, fk),
+                             corner=_("query \\ key"))
+
+
 chart(heatmap, key="head_heatmap", name=(name, f"layer {layer}", f"head {head}"),
-      table=lambda trace=trace, name=name, layer=layer, head=head: export.matrix_csv(
-          np.where(trace.mask(name, layer), trace.weights(name, layer, head), np.nan),
-          rows.labels, k_tokens, corner=_("query \\ key")))  # the weights shown, masked: empty
+      table=shown_table)
 st.caption(_("Rows: the word the decoder is writing (it reads the word before). Columns: the "
              "token it looks at (key). Each row sums to 1. Grey cells are masked: the model may "
              "not look there. Grey italic labels are special tokens.")
