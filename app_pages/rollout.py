@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from viz.pooling import block_labels, pool_allowed
+from viz.pooling import pool_allowed, pool_weights
 from app_pages import widgets
 from app_pages.cache import get_rollout
 from app_pages.common import bounded_analysis, chart, kind_selector, load_run
@@ -33,15 +33,11 @@ first = widgets.radio(
            "hides the rest. Automatic leaves its column out when it holds more than "
            "{share:.0%} of the weight.").format(share=SINK_SHARE))
 factor = rollout_factor(len(trace.axes(name)[0]))
+k_tokens, mask = list(trace.axes(name)[1]), trace.mask(name, 0)
 if factor == 1:
-    q_labels, k_labels, q_hover, allowed = rows.labels, trace.axes(name)[1], rows.hover, \
-        trace.mask(name, 0)
-    q_special, k_special = rows.special, trace.special(name)[1]
+    allowed, k_labels, k_special = mask, k_tokens, trace.special(name)[1]
 else:  # a long input rolls out blocks of tokens
-    q_labels, k_labels = block_labels(rows.labels, factor), block_labels(trace.axes(name)[1],
-                                                                         factor)
-    q_hover, allowed = None, pool_allowed(trace.mask(name, 0), factor, factor)
-    q_special = k_special = []
+    allowed, k_labels, k_special = pool_allowed(mask, factor, factor), k_tokens[::factor], []
     st.info(_("{n:,} tokens: rollout multiplies blocks of {factor} tokens (each layer's "
               "attention pooled first: a block's rows averaged, its keys summed). It is exact "
               "up to {side:,} tokens; here it approximates the exact rollout.").format(
@@ -54,9 +50,20 @@ if view.left_out:
 if view.zmax < 1:
     title += "<br><sup>" + _("colours fitted: the darkest cell off the diagonal is "
                              "{zmax:.3f}").format(zmax=view.zmax) + "</sup>"
-chart(viz.attention_heatmap(
-    view.flow, q_labels, view.key_tokens, allowed=view.allowed, query_hover=q_hover,
-    y_title=rows.title, special=(q_special, view.key_special), title=title, zmax=view.zmax),
-    key="rollout")
+SIDE = 256  # cells a side drawn
+if factor == 1:
+    figure = viz.attention_heatmap(
+        view.flow, rows.labels, view.key_tokens, allowed=view.allowed, query_hover=rows.hover,
+        y_title=rows.title, special=(rows.special, view.key_special), title=title,
+        zmax=view.zmax, max_side=SIDE)
+else:  # blocks of blocks, drawn by their tokens (the first block's keys when left out)
+    again = -(-max(view.flow.shape) // SIDE)
+    drawn = pool_weights(view.flow, again, again) if again > 1 else view.flow
+    first_key = factor if view.left_out else 0
+    figure = viz.attention_heatmap(
+        drawn, rows.labels, k_tokens[first_key:], allowed=mask[:, first_key:],
+        factors=(factor * again, factor * again), max_side=SIDE, y_title=rows.title,
+        title=title, zmax=view.zmax)
+chart(figure, key="rollout")
 st.caption(_("Per layer: average the heads, add the identity for the residual connection, "
              "renormalise each row, multiply with the layers below."))

@@ -302,3 +302,55 @@ def test_a_short_head_still_names_both_tokens_of_every_cell():
     tokens = ["The", "cat", "sat"]
     fig = viz.attention_heatmap(np.eye(3), tokens, tokens)
     assert tuple(fig.data[0].customdata[2, 1]) == ("2: sat", "1: cat")
+
+
+@pytest.fixture(scope="module")
+def long_llama(tmp_path_factory):
+    """A tiny Llama checkpoint that reads long inputs (4,096 positions)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from tests.helpers import byte_level_tokenizer
+
+    tokenizer = byte_level_tokenizer()
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=4096, pad_token_id=0, bos_token_id=1,
+                         eos_token_id=2)
+    path = tmp_path_factory.mktemp("long-llama")
+    LlamaForCausalLM(config).eval().save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def test_every_page_draws_a_long_input_in_blocks_that_it_names(long_llama):
+    """Past the sizes drawn cell by cell, each page says how it pooled: Explore's head
+    (256 a side) with a zoom to exact weights, rollout (blocks past 512 tokens), the
+    statistics' average and spans."""
+    from model import load
+    from tests.helpers import app_test, figures
+
+    text = " ".join(["The cat sat on the mat because it was tired."] * 75)
+    n = len(load(long_llama, device="cpu").trace(text).tokens)
+    assert 1100 < n < 2000
+    at = app_test("explore", model_choice="other…", model_other=long_llama, text=text)
+    assert not at.exception
+    head = figures(at)[0]
+    fq = -(-n // 256)
+    assert f"blocks of {fq}×{fq}" in head["layout"]["title"]["text"]
+    assert at.expander and "Zoom" in at.expander[0].label
+    at.slider(key="zoom_q").set_value((600, 640)).run()
+    zoom = [f for f in figures(at) if "token by token" in f["layout"]["title"]["text"]]
+    assert zoom and "Queries 600–639" in zoom[0]["layout"]["title"]["text"]
+    at.switch_page("app_pages/rollout.py").run()
+    assert not at.exception
+    assert any("rollout multiplies blocks of 3 tokens" in i.value for i in at.info)
+    flow = figures(at)[0]
+    assert "in blocks of 6×6" in flow["layout"]["title"]["text"]
+    at.switch_page("app_pages/stats.py").run()
+    assert not at.exception
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert any("Weights averaged" in t and f"blocks of {fq}×{fq}" in t for t in titles)
+    for page in ("model_view", "head_view", "mask"):
+        at.switch_page(f"app_pages/{page}.py").run()
+        assert not at.exception, page

@@ -223,7 +223,9 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
                                 "colorbar": {"title": {"text": _("weight")}}},
         # tall enough for the rows, and for the y title along a short plot (7 px a character)
         height=max(320, 140 + cell * n_q, 150 + 7 * len(y_title)), width=None,
-        margin={"l": 90, "r": 30, "t": 60 if title else 30, "b": 90})
+        # a line of title, and one more for each line under it
+        margin={"l": 90, "r": 30, "t": 40 + 20 * (1 + title.count("<br>")) if title else 30,
+                "b": 90})
     # Slanted labels need room for their length; on a thinned long axis they stand upright, one
     # line height apart.
     angle = -45 if n_k <= x_labels else -90
