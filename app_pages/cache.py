@@ -33,7 +33,6 @@ from model.analysis.rollout import rollout
 from model.analysis.statistics import head_stats, summary_of
 from model.blocked import LayerSummary, head_pooled, mean_pooled, region
 from model.budget import check_request, memory_guard
-from model.store import BLOCK_BYTES
 from model.device import resolve_device
 from model.policy import Limits, LoadPolicy
 
@@ -210,7 +209,10 @@ def return_freed_memory() -> bool:
         return False
 
 
-MMAP_BYTES = 64 << 20  # blocks of 64 rows of 8,192 keys and 9 heads (19 MB), with room
+MMAP_BYTES = 32 << 20  # above a block of 64 rows of 8,192 keys and 9 heads (19 MB); glibc
+# before 2.35 refuses a threshold above 32 MB
+
+
 def trim_freed_memory() -> bool:
     """Give the heap's free pages back to the system (glibc's ``malloc_trim``), after the
     cache let results go: arrays under :data:`MMAP_BYTES` come from the heap, and a trace's
@@ -419,16 +421,24 @@ def get_width_statistics() -> tuple:
 def get_head_stats(run, name: str) -> dict:
     """:func:`model.analysis.statistics.head_stats` of a :class:`~app_pages.common.Run`'s
     trace, from the layers' summaries (shared with rollout and the model view)."""
+    key = ("head_stats", *run.key, name)
+    found, value = shared_cache().peek(key)  # kept longer than the summaries it came from
+    if found:
+        return value
     summaries = get_summaries(run, name)
-    return _cached(("head_stats", *run.key, name), _("Computing every head's statistics…"),
+    return _cached(key, _("Computing every head's statistics…"),
                    _("computing head statistics"),
                    lambda: _readonly(head_stats(run.trace, name, summaries)))
 
 
 def get_rollout(run, name: str):
     """:func:`model.analysis.rollout.rollout` of a run's trace, from the layers' summaries."""
+    key = ("rollout", *run.key, name)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
     summaries = get_summaries(run, name)
-    return _cached(("rollout", *run.key, name), _("Rolling attention out through the layers…"),
+    return _cached(key, _("Rolling attention out through the layers…"),
                    _("rolling attention out"),
                    lambda: _readonly(rollout(run.trace, name, summaries=summaries)))
 
@@ -442,8 +452,12 @@ def get_model_view(run, name: str) -> dict:
     that caused the next run would lose its selection. Its titles are in the session's
     language, which is part of the key.
     """
+    key = ("model_view", language(), *run.key, name)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
     summaries = get_summaries(run, name)
-    return _cached(("model_view", language(), *run.key, name),
+    return _cached(key,
                    _("Drawing every layer and head…"),
                    _("drawing the model view"),
                    lambda: viz.model_view(run.trace, name, tiles=np.stack(

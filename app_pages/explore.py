@@ -12,6 +12,7 @@ from app_pages.common import (
     FAMILY_NAMES,
     SCHEME_NAMES,
     chart,
+    explained_errors,
     kind_selector,
     literal,
     load_run,
@@ -83,8 +84,9 @@ scale = widgets.radio(
            "layer's largest weight is the darkest; automatic fits past {fit_above} tokens."
            ).format(fit_above=FIT_ABOVE))
 HEAD_SIDE = 256  # cells a side of the head's heatmap: longer inputs are drawn in blocks
-summary = get_layer_summary(run, name, layer)  # every head of the layer, once
-weights, factors = get_head_view(run, name, layer, head, HEAD_SIDE)
+with explained_errors():  # running out of memory, explained on the page
+    summary = get_layer_summary(run, name, layer)  # every head of the layer, once
+    weights, factors = get_head_view(run, name, layer, head, HEAD_SIDE)
 allowed = trace.mask(name, layer)
 zmax, fitted = colour_ceiling(summary.peak, len(k_tokens), COLOUR_SCALES[scale])
 heatmap = viz.attention_heatmap(
@@ -145,8 +147,10 @@ if factors != (1, 1):  # drawn in blocks: any region can be seen token by token
                          "queries {qa}–{qb} and keys {ka}–{kb}.").format(
                 side=HEAD_SIDE, qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
         if qb > qa and kb > ka:
+            with explained_errors():
+                region = get_region(run, name, layer, head, range(qa, qb), range(ka, kb))
             chart(viz.attention_heatmap(
-                get_region(run, name, layer, head, range(qa, qb), range(ka, kb)),
+                region,
                 rows.labels[qa:qb], list(k_tokens[ka:kb]), allowed=allowed[qa:qb, ka:kb],
                 max_side=HEAD_SIDE, zmax=zmax, y_title=rows.title,
                 query_hover=rows.hover[qa:qb],

@@ -5,14 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
-from viz.pooling import pool_allowed, pool_weights
 from app_pages import widgets
 from app_pages.cache import get_rollout
 from app_pages.common import bounded_analysis, chart, kind_selector, load_run
 from i18n import N_, _
-from model.analysis.rollout import SINK_SHARE, rollout_factor, rollout_view
+from model.analysis.rollout import SINK_SHARE, blocks_peak, rollout_factor, rollout_view
 from model.analysis.statistics import ROLLOUT_SIDE
 from model.analysis.views import query_rows
+from viz.pooling import pool_allowed, pool_weights
 
 st.title(_("Attention rollout"))
 st.warning(_("Attention weights show where a model looked, not why it decided: rollout is a "
@@ -43,27 +43,32 @@ else:  # a long input rolls out blocks of tokens
               "up to {side:,} tokens; here it approximates the exact rollout.").format(
         n=len(trace.axes(name)[0]), factor=factor, side=ROLLOUT_SIDE))
 view = rollout_view(flows[layer], allowed, k_labels, k_special, first=first)
+SIDE = 256  # cells a side drawn
+again = -(-max(view.flow.shape) // SIDE)  # blocks pooled again to be drawn
+drawn = pool_weights(view.flow, again, again) if again > 1 else view.flow
+step = factor * again  # tokens a side of a drawn cell
+first_key = factor if view.left_out else 0  # the keys left out with the first block
+zmax = view.zmax if view.zmax >= 1 or step == 1 else blocks_peak(
+    drawn, len(rows.labels), step, first_key)  # fitted to what is drawn
 title = _("Rollout of {name} through layers 0–{layer}").format(name=name, layer=layer)
 if view.left_out:
-    title += "<br><sup>" + _("first token left out (it held {share:.0%} of the weight); each "
-                             "row rescaled to sum to 1").format(share=view.sink_share) + "</sup>"
-if view.zmax < 1:
+    title += "<br><sup>" + (_(
+        "first token left out (it held {share:.0%} of the weight); each row rescaled to sum "
+        "to 1") if factor == 1 else _(
+        "first block ({factor} tokens) left out (it held {share:.0%} of the weight); each row "
+        "rescaled to sum to 1")).format(share=view.sink_share, factor=factor) + "</sup>"
+if zmax < 1:
     title += "<br><sup>" + _("colours fitted: the darkest cell off the diagonal is "
-                             "{zmax:.3f}").format(zmax=view.zmax) + "</sup>"
-SIDE = 256  # cells a side drawn
-if factor == 1:
+                             "{zmax:.3f}").format(zmax=zmax) + "</sup>"
+if step == 1:
     figure = viz.attention_heatmap(
         view.flow, rows.labels, view.key_tokens, allowed=view.allowed, query_hover=rows.hover,
         y_title=rows.title, special=(rows.special, view.key_special), title=title,
-        zmax=view.zmax, max_side=SIDE)
-else:  # blocks of blocks, drawn by their tokens (the first block's keys when left out)
-    again = -(-max(view.flow.shape) // SIDE)
-    drawn = pool_weights(view.flow, again, again) if again > 1 else view.flow
-    first_key = factor if view.left_out else 0
+        zmax=zmax, max_side=SIDE)
+else:  # blocks (of blocks), named by their tokens
     figure = viz.attention_heatmap(
         drawn, rows.labels, k_tokens[first_key:], allowed=mask[:, first_key:],
-        factors=(factor * again, factor * again), max_side=SIDE, y_title=rows.title,
-        title=title, zmax=view.zmax)
+        factors=(step, step), max_side=SIDE, y_title=rows.title, title=title, zmax=zmax)
 chart(figure, key="rollout")
 st.caption(_("Per layer: average the heads, add the identity for the residual connection, "
              "renormalise each row, multiply with the layers below."))

@@ -131,12 +131,12 @@ def bench_capture(spec: str, sizes, runs: int, device: str) -> dict:
         ids = text_of(model, n)
         inputs = torch.tensor([ids], device=model.device)
 
-        def plain():
+        def plain(inputs=inputs):
             with torch.inference_mode():
                 model.model(inputs, attention_mask=torch.ones_like(inputs), use_cache=False,
                             **kwargs)
 
-        def capture():
+        def capture(n=n, ids=ids):
             traces[n] = model.trace_ids(ids)
 
         plain(), capture()  # warm
@@ -163,11 +163,15 @@ def bench_heads(trace, n: int, runs: int, cuda: bool) -> None:
 
     name = trace.names[0]
     layer = trace.layers(name) // 2
-    row("one head, exact (s)", f"{n:,}", f"{median([timed(lambda: trace.weights(name, layer, 3), cuda) for _ in range(runs)]):.3f}")
+    def seconds(f) -> float:
+        return median([timed(f, cuda) for _ in range(runs)])
+
+    row("one head, exact (s)", f"{n:,}",
+        f"{seconds(lambda: trace.weights(name, layer, 3)):.3f}")
     row("one head as Explore draws it, ≤256² cells (s)", f"{n:,}",
-        f"{median([timed(lambda: head_pooled(trace, name, layer, 3, 256), cuda) for _ in range(runs)]):.3f}")
+        f"{seconds(lambda: head_pooled(trace, name, layer, 3, 256)):.3f}")
     row("one layer, every head exact (s)", f"{n:,}",
-        f"{median([timed(lambda: trace.layer_weights(name, layer), cuda) for _ in range(runs)]):.2f}")
+        f"{seconds(lambda: trace.layer_weights(name, layer)):.2f}")
 
 
 def bench_analyses(trace, n: int, runs: int) -> None:
@@ -267,7 +271,7 @@ def bench_rerun(n: int, runs: int) -> None:
 def bench_browser(sizes, runs: int) -> None:
     """Chromium: Explore drawn after the trace is cached (another page, then Explore)."""
     from model import load
-    from tests.helpers import chromium_page, choose_model, served_app, wait_for_run
+    from tests.helpers import choose_model, chromium_page, served_app, wait_for_run
 
     model = load("smollm2", device="cpu")
     drawn = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "

@@ -2,8 +2,10 @@
 
 A store (:class:`model.store.AttentionStore`) hands out a layer's weights as a sequence of
 :class:`Block`: a few query rows of the chosen heads at a time, ``[head, rows, keys]`` float32
-on the store's device, so that no more than :data:`BLOCK_BYTES` of weights exist at once
-whatever the length of the input. Every reader here consumes such blocks:
+on the store's device, about :data:`BLOCK_BYTES` each (at least
+:data:`~model.store.MIN_ROWS` rows, so a long input's blocks grow: 19 MB for smollm2 at 8,192
+tokens), so that memory follows the length of a row, never a layer. A reader holds one block
+and a few temporaries of its size at a time. Every reader here consumes such blocks:
 
 - :func:`assemble`: the exact weights (a head, a layer, a region) as numpy;
 - :func:`pool`: blocks of tokens, rows averaged over a block's queries and keys summed over a
@@ -78,22 +80,34 @@ def group_sums(w: torch.Tensor, f: int, dim: int) -> torch.Tensor:
     return parts[0] if len(parts) == 1 else torch.cat(parts, dim)
 
 
+def accumulator(device) -> torch.dtype:
+    """What sums are kept in on ``device``: float64, or float32 where there is none (Apple's
+    MPS)."""
+    return torch.float32 if device is not None and torch.device(device).type == "mps" \
+        else torch.float64
+
+
 class _Pooler:
     """Accumulates sums into ``[head, ceil(n_q / fq), ceil(n_k / fk)]`` pooled weights."""
 
     def __init__(self, heads: int, n_q: int, n_k: int, fq: int, fk: int, device):
         self.fq, self.fk, self.n_q = fq, fk, n_q
         self.sums = torch.zeros((heads, math.ceil(n_q / fq), math.ceil(n_k / fk)),
-                                dtype=torch.float64, device=device)
+                                dtype=accumulator(device), device=device)
+
+    def to(self, device) -> None:
+        """Keep the sums on ``device`` (where the blocks are)."""
+        if self.sums.device != torch.device(device):
+            self.sums = self.sums.to(device, accumulator(device))
 
     def add(self, rows: torch.Tensor, keyed: torch.Tensor) -> None:
         """Add ``keyed`` ``[head, n, key groups]``: weights summed over groups of ``fk`` keys
         (from the first), whose row i belongs to pooled row ``rows[i]``."""
-        self.sums[..., :keyed.shape[-1]].index_add_(-2, rows, keyed.to(torch.float64))
+        self.sums[..., :keyed.shape[-1]].index_add_(-2, rows, keyed.to(self.sums.dtype))
 
     def result(self) -> np.ndarray:
         counts = np.minimum(self.fq, self.n_q - np.arange(self.sums.shape[-2]) * self.fq)
-        return self.sums.cpu().numpy() / counts[:, None]
+        return self.sums.cpu().double().numpy() / counts[:, None]
 
 
 class _Grouped:
@@ -184,7 +198,7 @@ def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis
     rows 1…). Blocks aligned to :func:`summary_factors`' first factors are pooled fastest.
     """
     f_mean, f_tile, f_grid = summary_factors(n_q, n_k, tile, grid, mean_side)
-    sums = {key: torch.zeros(heads, dtype=torch.float64, device=device)
+    sums = {key: torch.zeros(heads, dtype=accumulator(device), device=device)
             for key in ("entropy", "first_token", "distance", "self", "previous_token")}
     poolers = peak = top = None
     for block in blocks:
@@ -193,7 +207,7 @@ def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis
             dev = w.device
             poolers = [_Pooler(heads, n_q, n_k, *f, dev) for f in (f_tile, f_grid)]
             poolers.append(_Pooler(1, n_q, n_k, *f_mean, dev))
-            sums = {key: value.to(dev) for key, value in sums.items()}
+            sums = {key: value.to(dev, accumulator(dev)) for key, value in sums.items()}
             peak = torch.zeros((), dtype=torch.float32, device=dev)
             top = torch.zeros((), dtype=torch.float32, device=dev)
         _add_statistics(sums, w, block.start, same_axis)
@@ -208,8 +222,8 @@ def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis
         grouped.add_to(poolers[2], grouped.sums.sum(0, keepdim=True) / heads)
     if poolers is None:  # no rows at all
         raise ValueError("a layer without query rows has nothing to summarise")
-    stats = {key: (value / max(1, n_q - 1 if key == "previous_token" else n_q)).cpu().numpy()
-             for key, value in sums.items()}
+    stats = {key: (value / max(1, n_q - 1 if key == "previous_token" else n_q)).cpu().double()
+             .numpy() for key, value in sums.items()}
     if not same_axis:
         for key in ("distance", "self", "previous_token"):
             stats[key][:] = np.nan
@@ -238,7 +252,7 @@ TINY = float(np.finfo(np.float32).tiny)
 
 def _add_statistics(sums: dict, w: torch.Tensor, start: int, same_axis: bool) -> None:
     """Add a block's rows to the sums of the statistics (see :func:`summarise`)."""
-    f64 = torch.float64
+    f64 = sums["entropy"].dtype  # float64 where the device has it
     # -Σ w·log w with 0·log 0 = 0: weights are raised to the smallest normal float first (the
     # log of 0 is slow, and 0 · log(tiny) is 0), which moves no weight above it
     logs = w.clamp_min(TINY).log_().mul_(w)
@@ -358,8 +372,7 @@ def mean_pooled(trace, name: str, layers, heads, rows: range, keys: range, max_s
             w = _tensor(block.weights)[..., keys.start:keys.stop]
             if not w.shape[-1]:  # every key of the span lies past what these rows may see
                 continue
-            if pooler.sums.device != w.device:
-                pooler.sums = pooler.sums.to(w.device)
+            pooler.to(w.device)
             summed = w.sum(0, keepdim=True)  # [1, rows, keys]: the heads added up
             _Grouped(Block(block.start - rows.start, summed), summed, fq, fk).add_to(pooler)
     count = len(layers) * len(heads)

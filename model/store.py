@@ -83,9 +83,10 @@ class Block:
 
 def rows_per_block(heads: int, keys: int, budget: int = BLOCK_BYTES, align: int = 1) -> int:
     """Query rows per block so that ``[heads, rows, keys]`` float32 holds about ``budget``
-    bytes, and at least :data:`MIN_ROWS` (for :data:`BLOCK_BYTES`): the multiple of ``align`` nearest to it (at least
-    ``align``). Few rows make many small blocks: at 8,192 keys a pass over smollm2's heads
-    took 1.3 s a layer with blocks of 16 rows, 1.0 s with 32 and 0.91 s with 48 or 64."""
+    bytes, and at least :data:`MIN_ROWS` (for :data:`BLOCK_BYTES`): the multiple of
+    ``align`` nearest to it (at least ``align``). Few rows make many small blocks: at 8,192
+    keys a pass over smollm2's heads took 1.3 s a layer with blocks of 16 rows, 1.0 s with 32
+    and 0.91 s with 48 or 64."""
     least = MIN_ROWS * budget // BLOCK_BYTES  # in proportion to a smaller budget (tests)
     rows = max(1, least, budget // (4 * max(1, heads) * max(1, keys)))
     return max(align, round(rows / align) * align)  # the nearest multiple: a little over
@@ -133,9 +134,10 @@ class AttentionStore(Protocol):
     def blocks(self, layer: int, heads=None, rows: range | None = None,
                budget: int = BLOCK_BYTES, align: tuple[int, int] = (1, 1)) -> Iterator[Block]:
         """The weights of ``heads`` (default all) of one layer in blocks of query ``rows``
-        (default all), each a :class:`Block` of about ``budget`` bytes; ``align``: each
-        block holds a multiple of ``align[0]`` rows (the last one excepted) and a multiple of
-        ``align[1]`` keys (or every key)."""
+        (default all), each a :class:`Block` of about ``budget`` bytes (at least
+        :data:`MIN_ROWS` rows for the default budget, see :func:`rows_per_block`);
+        ``align``: each block holds a multiple of ``align[0]`` rows (the last one excepted)
+        and a multiple of ``align[1]`` keys (or every key)."""
         ...
 
     def mask(self, layer: int) -> np.ndarray:

@@ -354,3 +354,78 @@ def test_every_page_draws_a_long_input_in_blocks_that_it_names(long_llama):
     for page in ("model_view", "head_view", "mask"):
         at.switch_page(f"app_pages/{page}.py").run()
         assert not at.exception, page
+
+
+def _reference_weights(call, heads, group, allowed):
+    """The formula a captured head follows, in numpy: scores (bias, soft-capping, an additive
+    mask), the mask, and a softmax whose sink takes its share."""
+    out = []
+    for head in heads:
+        s = (call.q[0, head] @ call.k[0, head // group].T) * call.scaling
+        s = s + call.bias[0, head]
+        s = np.tanh(s / call.softcap) * call.softcap
+        s = s + call.mask[0, 0]
+        s = np.where(allowed, s, -np.inf)
+        top = np.maximum(s.max(-1, keepdims=True), call.sinks[head])
+        e = np.exp(s - top)
+        out.append(e / (e.sum(-1, keepdims=True) + np.exp(call.sinks[head] - top)))
+    return np.stack(out)
+
+
+def test_blocks_keep_position_bias_soft_capping_additive_masks_and_sinks():
+    """What gpt-oss, Gemma and T5 record, through every path of LazyAttention.blocks (all
+    heads of a grouped layer at once, or some), against the formula in numpy."""
+    from model.hf.capture import Call, LazyAttention
+
+    rng = np.random.default_rng(1)
+    n, d, heads, kv = 37, 8, 4, 2
+    allowed = np.tril(np.ones((n, n), bool)) & ~np.tril(np.ones((n, n), bool), k=-9)  # window
+    additive = np.where(allowed, rng.normal(0, 0.1, (n, n)), np.finfo(np.float32).min)
+    call = Call("layer", q=rng.normal(size=(1, heads, n, d)).astype(np.float32),
+                k=rng.normal(size=(1, kv, n, d)).astype(np.float32), scaling=d ** -0.5,
+                mask=additive[None, None].astype(np.float32), causal=False,
+                bias=rng.normal(size=(1, heads, n, n)).astype(np.float32), softcap=3.0,
+                sinks=rng.normal(size=heads).astype(np.float32))
+    store = LazyAttention([call], 0, np.arange(n), np.arange(n))
+    np.testing.assert_array_equal(store.mask(0), allowed)
+    expected = _reference_weights(call, range(heads), heads // kv, allowed)
+    for chosen in (list(range(heads)), [3, 1]):
+        for budget in (SMALL, 4 << 20):
+            got = blocked.assemble(store.blocks(0, chosen, budget=budget, align=(4, 4)),
+                                   len(chosen), range(n), n)
+            np.testing.assert_allclose(got, expected[chosen], atol=1e-6, rtol=0)
+    assert (expected.sum(-1) < 1).all()  # the sinks took a share of every row
+    region = blocked.assemble(store.blocks(0, [2], rows=range(10, 20)), 1, range(10, 20), n)
+    np.testing.assert_allclose(region[0], expected[2, 10:20], atol=1e-6, rtol=0)
+
+
+def test_a_long_rollout_multiplies_the_layers_pooled_in_blocks(long_llama):
+    from model import load
+    from model.analysis.rollout import blocks_peak, rollout, rollout_factor
+
+    trace = load(long_llama, device="cpu").trace(" ".join(["The cat sat on the mat."] * 90))
+    n = len(trace.tokens)
+    factor = rollout_factor(n)
+    assert 512 < n and factor == -(-n // 512) > 1
+    result = np.eye(-(-n // factor))
+    for layer in range(trace.layers("decoder.self")):  # the docstring's recipe, in numpy
+        pooled = pool_weights(trace.mean_weights("decoder.self", layer).astype(np.float64),
+                              factor, factor)
+        mixed = 0.5 * np.eye(len(pooled)) + 0.5 * pooled
+        result = mixed / mixed.sum(-1, keepdims=True) @ result
+    np.testing.assert_allclose(rollout(trace, "decoder.self")[-1], result, atol=1e-5)
+    drawn = np.array([[0.9, 0.2], [0.3, 0.8]])  # blocks of 2: own cells on the diagonal
+    assert blocks_peak(drawn, 4, 2) == 0.3
+    assert blocks_peak(drawn, 4, 2, first_key=1) == 0.2  # token 2's own key is in block 0
+
+
+def test_blocks_hold_about_the_budget_and_at_least_min_rows():
+    from model.store import BLOCK_BYTES, MIN_ROWS, rows_per_block
+
+    for heads, keys in ((9, 2048), (9, 8192), (32, 8192), (1, 100_000), (12, 128)):
+        rows = rows_per_block(heads, keys)
+        assert rows >= MIN_ROWS
+        assert rows * heads * keys * 4 <= max(BLOCK_BYTES, MIN_ROWS * heads * keys * 4)
+        assert rows_per_block(heads, keys, align=16) % 16 == 0
+    assert rows_per_block(9, 2048) == 113 and rows_per_block(9, 8192) == MIN_ROWS
+    assert rows_per_block(4, 10, budget=600) == 3  # a small budget: a few rows (tests)

@@ -117,6 +117,9 @@ def test_a_link_reopens_the_same_head_in_a_fresh_browser():
             fresh = browser.new_context(viewport={"width": 1920, "height": 1080})
             page = fresh.new_page()
             _open(page, link)
+            # a loaded machine may start the fresh session's run after wait_for_run looked
+            page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
+            wait_for_run(page)
             again = page.evaluate(FIRST_CHART_JS)
             assert again == shown
             assert "7" in again["title"] and "4" in again["title"]

@@ -404,7 +404,9 @@ def test_results_the_cache_lets_go_are_given_back_to_the_system(monkeypatch):
     assert trims == []  # nothing let go yet
     cache.get("c", lambda: np.zeros(100))
     assert trims == [1] and not cache.peek("a")[0]
-    assert cache_module.MMAP_BYTES >= 2 * cache_module.BLOCK_BYTES  # blocks come from the heap
+    from model.store import BLOCK_BYTES
+
+    assert cache_module.MMAP_BYTES >= 2 * BLOCK_BYTES  # blocks come from the heap
 
 
 def test_one_result_is_computed_once_for_concurrent_askers_and_shared():

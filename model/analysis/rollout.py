@@ -83,6 +83,27 @@ def off_diagonal_peak(flow: np.ndarray, key_offset: int = 0) -> float:
     return max(peak, 1e-6)
 
 
+def blocks_peak(drawn: np.ndarray, n_tokens: int, step: int, first_key: int = 0) -> float:
+    """The largest cell of a rollout drawn in blocks of ``step`` tokens a side, away from the
+    cells that hold a token's weight on itself (the residual keeps those large): the colour
+    ceiling of a fitted long rollout.
+
+    Args:
+        drawn: ``[query blocks, key blocks]``.
+        n_tokens: the tokens of the query axis.
+        step: tokens per block, on both axes.
+        first_key: the token of the first key drawn (the keys before it were left out).
+    """
+    drawn = np.asarray(drawn, dtype=np.float64)
+    own = np.zeros(drawn.shape, dtype=bool)
+    tokens = np.arange(first_key, n_tokens)
+    rows, cols = tokens // step, (tokens - first_key) // step
+    inside = cols < drawn.shape[1]
+    own[rows[inside], cols[inside]] = True
+    rest = np.where(own, -np.inf, drawn)
+    return max(float(rest.max()) if rest.size else 0.0, 1e-6)
+
+
 def without_first_token(flow: np.ndarray) -> np.ndarray:
     """``[query, key]`` without the first key's column, each row rescaled to sum to 1 over the
     remaining keys (a row with nothing left is all zeros): what the rest of the attention

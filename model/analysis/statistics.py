@@ -1,4 +1,5 @@
-"""Head statistics, aggregates over heads and span-to-span attention (the heads read in row blocks by model.blocked).
+"""Head statistics, aggregates over heads and span-to-span attention (heads read in row
+blocks by :mod:`model.blocked`).
 
 Attention weights show where a model looked, not why it decided: none of these numbers is an
 explanation.

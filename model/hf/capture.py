@@ -165,7 +165,9 @@ class LazyAttention:
         self.n_heads = n_heads.pop()
         self.n_kv_heads = calls[0].k.shape[1]
         self.shape = (len(calls), self.n_heads, len(self.q_index), len(self.k_index))
-        self._masks: dict = {}  # masks shared by layers, computed once: key -> _Mask
+        self._masks: dict = {}  # masks shared by layers: key -> _Mask, made here, once
+        for layer in range(len(calls)):  # now, so that a cache sizing the trace counts them
+            self._mask(layer)
 
     def mask(self, layer: int) -> np.ndarray:
         """Where layer ``layer`` may attend: bool ``[query, key]``, from the mask it received."""
@@ -199,15 +201,21 @@ class LazyAttention:
             tensor = tensor[..., torch.from_numpy(index), :]
         return tensor.to(self.device)
 
-    def _rows_of(self, array: np.ndarray | None, head_axis: list[int]) -> torch.Tensor | None:
+    def _addition(self, array: np.ndarray | None, heads: list[int]):
         """A recorded ``[batch, head, query, key]`` addition (bias, additive mask) of this
-        sequence, for the chosen heads, cut to the real queries and keys."""
+        sequence: a function of ``(start, stop, ke)`` giving its block ``[head or 1, rows,
+        keys]`` on the device, cut to the real queries and keys (an addition shared by every
+        head stays one head, broadcast), or None."""
         if array is None:
             return None
-        b = min(self.batch, array.shape[0] - 1)
-        heads = [min(h, array.shape[1] - 1) for h in head_axis]
-        cut = array[b][heads][:, self.q_index][:, :, self.k_index]
-        return torch.from_numpy(np.ascontiguousarray(cut, dtype=np.float32)).to(self.device)
+        seq = array[min(self.batch, array.shape[0] - 1)]  # [head or 1, query, key]
+        index = [0] if seq.shape[0] == 1 else [min(h, seq.shape[0] - 1) for h in heads]
+
+        def block(start: int, stop: int, ke: int) -> torch.Tensor:
+            cut = seq[index][:, self.q_index[start:stop]][:, :, self.k_index[:ke]]
+            return torch.from_numpy(np.ascontiguousarray(cut, dtype=np.float32)).to(self.device)
+
+        return block
 
     def blocks(self, layer: int, heads=None, rows: range | None = None,
                budget: int = BLOCK_BYTES, align: tuple[int, int] = (1, 1),
@@ -244,8 +252,8 @@ class LazyAttention:
 
             def product(start: int, stop: int, ke: int) -> torch.Tensor:
                 return torch.matmul(q[:, start:stop], k[:, :ke].transpose(1, 2))
-        bias = self._rows_of(call.bias, heads)
-        additive = None if call.mask is None or call.mask.dtype == bool else self._rows_of(
+        bias = self._addition(call.bias, heads)
+        additive = None if call.mask is None or call.mask.dtype == bool else self._addition(
             call.mask, heads)
         mask = self._mask(layer)
         forbidden = None if mask.everything else mask.forbidden(self.device)
@@ -259,14 +267,14 @@ class LazyAttention:
             if scores:
                 s.mul_(scale)
             if bias is not None:
-                s += bias[:, start:stop, :ke]
+                s += bias(start, stop, ke)
             if call.softcap:
                 s = torch.tanh(s / call.softcap).mul_(call.softcap)
             if scores:
                 yield Block(start, s)
                 continue
             if additive is not None:
-                s += additive[:, start:stop, :ke]
+                s += additive(start, stop, ke)
             if forbidden is not None:
                 k0 = mask.first_forbidden(start, stop)  # keys before it are all allowed
                 if k0 < ke:
@@ -307,10 +315,10 @@ class _Mask:
         any_key = allowed.any(axis=1)
         self._end = np.where(any_key, n_k - allowed[:, ::-1].argmax(axis=1), 0)
         self._dead = ~any_key
-        forbidden = ~allowed
-        self._first = np.where(forbidden.any(axis=1), forbidden.argmax(axis=1), n_k)
+        self._forbidden = ~allowed
+        self._first = np.where(self._forbidden.any(axis=1), self._forbidden.argmax(axis=1), n_k)
         self.everything = bool(allowed.all())
-        self._tensors: dict = {}
+        self._tensors: dict = {}  # the forbidden cells on an accelerator, per device
 
     def extent(self, start: int, stop: int) -> int:
         """Keys a block of rows ``start..stop`` needs: past them every weight is 0."""
@@ -325,8 +333,11 @@ class _Mask:
         return bool(self._dead[start:stop].any())
 
     def forbidden(self, device: torch.device) -> torch.Tensor:
-        """Where attention is forbidden, a bool tensor on ``device`` (made once per device)."""
+        """Where attention is forbidden, a bool tensor on ``device`` (the host's array itself
+        on the CPU; copied once per other device)."""
+        if device.type == "cpu":
+            return torch.from_numpy(self._forbidden)
         key = str(device)
         if key not in self._tensors:
-            self._tensors[key] = torch.from_numpy(~self.allowed).to(device)
+            self._tensors[key] = torch.from_numpy(self._forbidden).to(device)
         return self._tensors[key]
