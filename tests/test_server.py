@@ -532,7 +532,8 @@ def test_long_targets_and_translate_sentences_are_refused_with_one_line(monkeypa
         at = app_test("explore", model_choice="own-random", target="word " * 20)
         assert "target text has 99 characters" in messages(at.error)  # stripped
     finally:
-        limits.clear()
+        monkeypatch.delenv("ATTENTION_EXPLORER_MAX_CHARS")  # the server's own limits below,
+        limits.clear()  # and for the tests after this one (limits are read once per server)
     at = app_test("translate")
     at.session_state["translate_text"] = "zz " * 200  # past the box's limit, as a script could
     at.run()
