@@ -274,9 +274,9 @@ def _load(spec: str, device: str) -> model.LoadedModel:
 _LOADING = threading.Lock()
 
 
-def _cached(key: tuple, spinner: str | None, what: str, compute: Callable[[], Any]) -> Any:
+def _cached(key: tuple, spinner: str, what: str, compute: Callable[[], Any]) -> Any:
     """``compute()`` through the shared cache, under ``memory_guard(what)``, with a spinner
-    saying ``spinner`` while it runs (None: quick work, or progress shown otherwise)."""
+    while it runs."""
     cache = shared_cache()
     found, value = cache.peek(key)
     if found:
@@ -286,8 +286,6 @@ def _cached(key: tuple, spinner: str | None, what: str, compute: Callable[[], An
         with memory_guard(what):
             return compute()
 
-    if spinner is None:
-        return cache.get(key, guarded)
     with st.spinner(spinner):
         return cache.get(key, guarded)
 
@@ -327,58 +325,84 @@ def get_generation(spec: str, device: str, text: str, new_tokens: int | None = N
                    lambda: model_.generate(text, new_tokens))
 
 
-def get_layer_summary(run, name: str, layer: int, spinner: bool = True) -> LayerSummary:
+def get_layer_summary(run, name: str, layer: int) -> LayerSummary:
     """One pass over every head of one layer of a run's trace, made where the model ran
     (:func:`model.analysis.statistics.summary_of`) and kept for every session: Explore's
     grid of heads and colour ceiling, and a layer of the head statistics, rollout and model
     view. Changing the head, the colours or anything else on a page reads it from here."""
-    return _cached(("summary", *run.key, name, layer),
-                   _("Computing every head of the layer…") if spinner else None,
-                   _("drawing every head of the layer"),
-                   lambda: _readonly(summary_of(run.trace, name, layer)))
+    key = ("summary", *run.key, name, layer)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    with st.spinner(_("Computing every head of the layer…")):
+        return shared_cache().get(key, lambda: _guarded(
+            _("drawing every head of the layer"), lambda: _readonly(
+                summary_of(run.trace, name, layer))))
 
 
 def get_summaries(run, name: str) -> list[LayerSummary]:
     """:func:`get_layer_summary` of every layer, with a progress bar while layers are made."""
     n = run.trace.layers(name)
+    cache = shared_cache()
     missing = [layer for layer in range(n)
-               if not shared_cache().peek(("summary", *run.key, name, layer))[0]]
+               if not cache.peek(("summary", *run.key, name, layer))[0]]
+    out = {}
     if missing:
         bar = st.progress(0.0, text=_("Reading every head of every layer…"))
         for done, layer in enumerate(missing, start=1):
-            get_layer_summary(run, name, layer, spinner=False)
+            out[layer] = cache.get(("summary", *run.key, name, layer), lambda layer=layer: _guarded(
+                _("reading every head of every layer"), lambda: _readonly(
+                    summary_of(run.trace, name, layer))))
             bar.progress(done / len(missing), text=_(
                 "Reading every head of every layer… layer {done} of {total}").format(
                 done=done, total=len(missing)))
         bar.empty()
-    return [get_layer_summary(run, name, layer) for layer in range(n)]
+    return [out[layer] if layer in out else get_layer_summary(run, name, layer)
+            for layer in range(n)]
 
 
 def get_head_view(run, name: str, layer: int, head: int, max_side: int) -> tuple:
     """One head as Explore draws it, ``(weights, factors)``: exact up to ``max_side`` tokens
     a side, else pooled where the model ran without holding the whole head
     (:func:`model.blocked.head_pooled`); kept per head."""
-    return _cached(("head", *run.key, name, layer, head, max_side), None, _("drawing the head"),
-                   lambda: _readonly(head_pooled(run.trace, name, layer, head, max_side)))
+    key = ("head", *run.key, name, layer, head, max_side)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    return shared_cache().get(key, lambda: _guarded(
+        _("drawing the head"), lambda: _readonly(
+            head_pooled(run.trace, name, layer, head, max_side))))
 
 
 def get_region(run, name: str, layer: int, head: int, rows: range, keys: range):
     """The exact weights of one head for query ``rows`` × ``keys``, computed for those rows
     only (:func:`model.blocked.region`); kept per region."""
-    return _cached(("region", *run.key, name, layer, head, rows.start, rows.stop, keys.start,
-                    keys.stop), None, _("drawing the head"),
-                   lambda: _readonly(region(run.trace, name, layer, head, rows, keys)))
+    key = ("region", *run.key, name, layer, head, rows.start, rows.stop, keys.start, keys.stop)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    return shared_cache().get(key, lambda: _guarded(
+        _("drawing the head"), lambda: _readonly(region(run.trace, name, layer, head, rows,
+                                                          keys))))
 
 
 def get_mean(run, name: str, layers, heads, rows: range, keys: range, max_side: int) -> tuple:
     """Weights of query ``rows`` × ``keys`` averaged over ``layers`` and ``heads``, as drawn
     (:func:`model.blocked.mean_pooled`: ``(mean, factors, mass)``); kept per choice."""
-    return _cached(("mean", *run.key, name, tuple(layers), tuple(heads), rows.start, rows.stop,
-                    keys.start, keys.stop, max_side),
-                   _("Averaging the chosen layers and heads…"),
-                   _("averaging the chosen layers and heads"),
-                   lambda: _readonly(mean_pooled(run.trace, name, layers, heads, rows, keys,
-                                                 max_side)))
+    key = ("mean", *run.key, name, tuple(layers), tuple(heads), rows.start, rows.stop,
+           keys.start, keys.stop, max_side)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    with st.spinner(_("Averaging the chosen layers and heads…")):
+        return shared_cache().get(key, lambda: _guarded(
+            _("averaging the chosen layers and heads"), lambda: _readonly(mean_pooled(
+                run.trace, name, layers, heads, rows, keys, max_side))))
+
+
+def _guarded(what: str, compute: Callable[[], Any]) -> Any:
+    with memory_guard(what):
+        return compute()
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -397,15 +421,26 @@ def get_width_statistics() -> tuple:
 def get_head_stats(run, name: str) -> dict:
     """:func:`model.analysis.statistics.head_stats` of a :class:`~app_pages.common.Run`'s
     trace, from the layers' summaries (shared with rollout and the model view)."""
-    return _cached(("head_stats", *run.key, name), None, _("computing head statistics"),
-                   lambda: _readonly(head_stats(run.trace, name, get_summaries(run, name))))
+    key = ("head_stats", *run.key, name)
+    found, value = shared_cache().peek(key)  # kept longer than the summaries it came from
+    if found:
+        return value
+    summaries = get_summaries(run, name)
+    return _cached(key, _("Computing every head's statistics…"),
+                   _("computing head statistics"),
+                   lambda: _readonly(head_stats(run.trace, name, summaries)))
 
 
 def get_rollout(run, name: str):
     """:func:`model.analysis.rollout.rollout` of a run's trace, from the layers' summaries."""
-    return _cached(("rollout", *run.key, name), None, _("rolling attention out"),
-                   lambda: _readonly(rollout(run.trace, name,
-                                             summaries=get_summaries(run, name))))
+    key = ("rollout", *run.key, name)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    summaries = get_summaries(run, name)
+    return _cached(key, _("Rolling attention out through the layers…"),
+                   _("rolling attention out"),
+                   lambda: _readonly(rollout(run.trace, name, summaries=summaries)))
 
 
 def get_model_view(run, name: str) -> dict:
@@ -417,10 +452,16 @@ def get_model_view(run, name: str) -> dict:
     that caused the next run would lose its selection. Its titles are in the session's
     language, which is part of the key.
     """
-    return _cached(("model_view", language(), *run.key, name), None,
+    key = ("model_view", language(), *run.key, name)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    summaries = get_summaries(run, name)
+    return _cached(key,
+                   _("Drawing every layer and head…"),
                    _("drawing the model view"),
                    lambda: viz.model_view(run.trace, name, tiles=np.stack(
-                       [s.tiles for s in get_summaries(run, name)])).to_dict())
+                       [s.tiles for s in summaries])).to_dict())
 
 
 def _readonly(value):
