@@ -233,11 +233,13 @@ def choose_model(page, spec: str) -> None:
 
 
 def choose(page, label: str, option: str) -> None:
-    """Choose ``option`` in the select box labelled ``label``."""
+    """Choose ``option`` in the select box labelled ``label``, and check that the box shows it:
+    a click that lands while the page is redrawn can leave the menu open and the value as it
+    was, so the choice is tried again until the box shows the option."""
     box = page.get_by_role("combobox", name=label, exact=True).first
     box.wait_for(timeout=120_000)  # a loaded machine may still be drawing the page
     found = page.get_by_role("option", name=option, exact=True)
-    for _attempt in range(3):
+    for _attempt in range(4):
         # a box low in a long sidebar is scrolled to first: a click while it scrolls only
         # focuses it, and the menu stays closed
         box.scroll_into_view_if_needed()
@@ -245,11 +247,23 @@ def choose(page, label: str, option: str) -> None:
         box.click()
         try:
             found.wait_for(timeout=5_000)
-            break
-        except Exception:  # the menu did not open: Escape, and try again
+            found.click()
+        except Exception:  # the menu did not open, or it closed under the pointer
             page.keyboard.press("Escape")
-    found.click()
-    page.wait_for_timeout(500)
+            continue
+        page.wait_for_timeout(500)
+        try:
+            page.wait_for_function(
+                """([label, option]) => [...document.querySelectorAll('[role="combobox"]')]
+                    .some(b => b.getAttribute('aria-label') === label
+                          && (b.value === option
+                              || b.closest('[data-baseweb="select"]')?.innerText.trim()
+                                 === option))""",
+                arg=[label, option], timeout=5_000)
+            return
+        except Exception:  # the click did not take: close the menu, and try again
+            page.keyboard.press("Escape")
+    raise AssertionError(f"{label!r} does not show {option!r} after four tries")
 
 
 def selected(page, label: str) -> str:
