@@ -20,6 +20,7 @@ from .facts import Family, ModelDims, PositionInfo, Step
 if TYPE_CHECKING:
     import torch
 
+    from .batch import AttentionBatch
     from .budget import Lengths
     from .trace import AttentionTrace
 
@@ -74,6 +75,13 @@ class LoadedModel(Protocol):
     def memory_needed(self, n: Lengths) -> int:
         """The peak bytes of a trace of ``n`` tokens and of a page computing one layer of it:
         checked against a server's limit before anything runs (:mod:`model.budget`)."""
+        ...
+
+    def attention_batch(self, texts: list[str]) -> AttentionBatch:
+        """Run ``texts`` together (one padded batch where the model allows it) for statistics
+        over many sentences: a trace per text and every text's weights of a layer at once,
+        padding left out (:class:`~model.batch.AttentionBatch`). An encoder-decoder traces its
+        own output for each text."""
         ...
 
     def trace(self, text: str, target: str | None = None) -> AttentionTrace:

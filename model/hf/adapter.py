@@ -20,6 +20,7 @@ from transformers import AutoConfig, AutoTokenizer
 
 from i18n import _
 
+from ..batch import AttentionBatch
 from ..budget import Lengths, lazy_bytes
 from ..device import resolve_device
 from ..errors import ModelLoadError
@@ -28,7 +29,7 @@ from ..interface import Generation
 from ..policy import OPEN, LoadPolicy
 from ..text import check_texts
 from ..trace import AttentionTrace
-from .capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, recording
+from .capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, padded_weights, recording
 from .checkpoints import cache_dir, from_pretrained, resolve
 from .config import auto_class, detect_family, read_dims, read_positions
 from .labels import display_tokens
@@ -264,7 +265,11 @@ class HFModel:
             trace=self.trace_ids(ids[:-1]))
 
     def _encode(self, texts: list[str]):
-        return self.tokenizer(texts, return_tensors="pt", padding=True, truncation=False)
+        # padded on the right: every sequence's real tokens keep positions 0, 1, ..., so a
+        # sentence in a batch is computed as it is alone (a left-padded decoder would shift
+        # its positions)
+        return self.tokenizer(texts, return_tensors="pt", padding=True, truncation=False,
+                              padding_side="right")
 
     def trace_batch(self, texts: list[str], targets: list[str] | None = None):
         """Trace several texts in one padded batch; one trace per text, padding left out."""
@@ -274,6 +279,24 @@ class HFModel:
                                "{family}").format(model=self.name, family=self.family.value))
         return self._run(self.prepare_inputs(texts, targets), texts)
 
+    def attention_batch(self, texts: list[str]) -> AttentionBatch:
+        """Run ``texts`` as one padded batch: a trace per text, and every text's weights of a
+        layer at once (:class:`~model.batch.AttentionBatch`), computed on the model's device."""
+        texts, _targets = check_texts(texts, None)
+        inputs = self.prepare_inputs(texts)
+        calls = self._record(inputs)
+        traces = tuple(self._make_trace(calls, inputs, b, texts[b]) for b in range(len(texts)))
+        per_kind: dict[str, list] = {}
+        for call in calls:
+            per_kind.setdefault(self._classify(call.module_name), []).append(call)
+
+        def weights(name: str, layer: int) -> torch.Tensor:
+            stores = [t.attention[name] for t in traces]
+            return padded_weights(per_kind[name][layer], [s.q_index for s in stores],
+                                  [s.k_index for s in stores], self.device)
+
+        return AttentionBatch(traces, weights)
+
     def trace_ids(self, input_ids: list[int]) -> AttentionTrace:
         """Trace exact input ids (single-stack models), e.g. a prompt cut to 2,048 tokens."""
         if self.family is Family.ENCODER_DECODER:
@@ -281,11 +304,15 @@ class HFModel:
         ids = torch.tensor([list(input_ids)], device=self.device)  # [batch, pos]
         return self._run({"input_ids": ids, "attention_mask": torch.ones_like(ids)})[0]
 
-    def _run(self, inputs: dict, texts: list[str] | None = None) -> list[AttentionTrace]:
+    def _record(self, inputs: dict) -> list:
         extra = {"logits_to_keep": 1} if self.family is Family.DECODER_ONLY else {}
         with torch.inference_mode(), recording(self.model) as recorder:
             self.model(**inputs, use_cache=False, **extra)
-        return [self._make_trace(recorder.calls, inputs, b, texts[b] if texts else None)
+        return recorder.calls
+
+    def _run(self, inputs: dict, texts: list[str] | None = None) -> list[AttentionTrace]:
+        calls = self._record(inputs)
+        return [self._make_trace(calls, inputs, b, texts[b] if texts else None)
                 for b in range(inputs["input_ids"].shape[0])]
 
     def _unknown(self, ids: np.ndarray, text: str | None) -> dict[int, str]:

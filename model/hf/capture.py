@@ -341,3 +341,49 @@ class _Mask:
         if key not in self._tensors:
             self._tensors[key] = torch.from_numpy(self._forbidden).to(device)
         return self._tensors[key]
+
+
+def padded_weights(call: Call, q_index: list[np.ndarray], k_index: list[np.ndarray],
+                   device: torch.device | str | None = None) -> torch.Tensor:
+    """Every sequence and head of one recorded call at once, the batch's padding left out:
+    ``[batch, head, query, key]`` float32 on ``device``, sequence ``b``'s real queries and
+    keys first (``q_index[b]``, ``k_index[b]``: their positions in the padded batch) and zeros
+    after them. Each sequence's block equals what :meth:`LazyAttention.blocks` computes for it.
+    """
+    device = torch.device(device or "cpu")
+    with warnings.catch_warnings():  # read-only recorded arrays: nothing writes them
+        warnings.simplefilter("ignore", UserWarning)
+        q = torch.from_numpy(call.q).to(device)  # [batch, head, query, d]
+        k = torch.from_numpy(call.k).to(device)  # [batch, kv head, key, d]
+        n_heads = q.shape[1]
+        k = k.repeat_interleave(n_heads // k.shape[1], dim=1)  # [batch, head, key, d]
+        s = torch.matmul(q * float(call.scaling), k.transpose(-1, -2))  # [batch, head, q, k]
+        if call.bias is not None:
+            s += torch.from_numpy(np.asarray(call.bias, np.float32)).to(device)
+        if call.softcap:
+            s = torch.tanh(s / call.softcap).mul_(call.softcap)
+        n_q, n_k = s.shape[-2:]
+        if call.mask is None:
+            allowed = torch.ones((n_q, n_k), dtype=torch.bool, device=device)
+            if call.causal:
+                allowed = allowed.tril_(n_k - n_q)
+        elif call.mask.dtype == bool:
+            allowed = torch.from_numpy(call.mask).to(device)  # [batch or 1, 1, query, key]
+        else:
+            additive = torch.from_numpy(np.asarray(call.mask, np.float32)).to(device)
+            s += additive
+            allowed = additive > torch.finfo(torch.float32).min / 2
+        s = s.masked_fill(~allowed, -torch.inf)
+    sinks = None if call.sinks is None else torch.from_numpy(
+        np.asarray(call.sinks, np.float32)).to(device)
+    w = softmax_rows(s, sinks, dead=True)
+    out = torch.zeros((len(q_index), n_heads, max(map(len, q_index), default=0),
+                       max(map(len, k_index), default=0)), dtype=torch.float32, device=device)
+    for b, (qi, ki) in enumerate(zip(q_index, k_index)):
+        rows = w[b]  # [head, query, key]
+        rows = rows[:, :len(qi)] if _is_range(qi, len(qi)) else rows[:, torch.from_numpy(
+            qi).to(device)]
+        rows = rows[..., :len(ki)] if _is_range(ki, len(ki)) else rows[..., torch.from_numpy(
+            ki).to(device)]
+        out[b, :, :len(qi), :len(ki)] = rows
+    return out

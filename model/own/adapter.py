@@ -20,6 +20,7 @@ import torch
 
 from i18n import _
 
+from ..batch import AttentionBatch, padded_from_traces
 from ..budget import Lengths, dense_bytes
 from ..device import resolve_device
 from ..errors import UnknownWordsError
@@ -208,6 +209,11 @@ class OwnModel:
         with torch.inference_mode(), capture(self.network, _is_attention) as store:
             logits = self.network(src_ids=src, tgt_ids=tgt)[0]  # [position, vocab]
         return self._make_trace(store, tokens, steps=self._steps(logits, tokens))
+
+    def attention_batch(self, texts: list[str]) -> AttentionBatch:
+        """Trace each text (the own models run one sentence at a time) and hand their weights
+        out as one padded batch (:class:`~model.batch.AttentionBatch`)."""
+        return padded_from_traces([self.trace(text) for text in texts], self.device)
 
     def _own_target(self, words: list[str], src_ids: list[int]) -> list[str]:
         """The target traced when none is given: own-random copies the source words."""
