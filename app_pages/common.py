@@ -22,6 +22,7 @@ from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
 from model.budget import check_analysis, token_budget
 from model.errors import listed
+from model.sentences import decode_text
 from viz import export, present
 
 DEFAULT_MODEL = "own-translator"
@@ -161,22 +162,6 @@ def settings() -> tuple[str, str]:
     return spec, st.session_state.get("device", "auto")
 
 
-def decode_upload(data: bytes, name: str | None = None) -> tuple[str, str]:
-    """Text of an uploaded file and the encoding it was read in: UTF-8 (a byte-order mark is
-    dropped), else GB18030 (which covers GBK and GB2312, common for Chinese text saved on
-    Windows), else a clear error."""
-    try:
-        return data.decode("utf-8-sig"), "UTF-8"
-    except UnicodeDecodeError as error:
-        position = error.start
-    try:
-        return data.decode("gb18030"), "GB18030"
-    except UnicodeDecodeError:
-        raise ValueError(_("{name} is neither UTF-8 nor GB18030/GBK text (byte {position} "
-                           "cannot be read); save it as UTF-8 and upload it again").format(
-            name=name or _("the file"), position=position)) from None
-
-
 def current_text(max_chars: int | None = None) -> tuple[str, str | None]:
     """The text to analyse and, for an uploaded file, the encoding it was read in (else
     None): an uploaded file's text, else the text box's.
@@ -186,7 +171,7 @@ def current_text(max_chars: int | None = None) -> tuple[str, str | None]:
     """
     upload = st.session_state.get("upload")
     if upload is not None:
-        text, encoding = decode_upload(upload.getvalue(), upload.name)
+        text, encoding = decode_text(upload.getvalue(), upload.name)
     else:
         text, encoding = str(st.session_state.get("text", DEFAULT_TEXT)), None
     what = _("the file") if upload is not None else _("the text")

@@ -1,4 +1,6 @@
-"""Command line: ``python -m model export --model SPEC --text "..." --out FILE.npz``."""
+"""Command line: ``python -m model export --model SPEC --text "..." --out FILE.npz`` (one
+text's attention) and ``python -m model corpus --model SPEC --input FILE --out FILE.parquet``
+(head statistics over many sentences, here or on a Ray cluster)."""
 
 from __future__ import annotations
 
@@ -48,7 +50,58 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--debug", action="store_true",
         help="on an unexpected error, show the whole traceback instead of one line")
+    corpus = commands.add_parser(
+        "corpus", help="head statistics of every sentence of a file, to .parquet or .csv",
+        description=CORPUS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    corpus.add_argument("--model", required=True, metavar="SPEC",
+                        help="as for export: a bundled model, a hub id, a folder or a .gguf")
+    corpus.add_argument("--input", required=True, metavar="FILE",
+                        help="sentences: .txt or .md (one per line), .csv or .tsv (with a "
+                             "header row), .jsonl (one object per line)")
+    corpus.add_argument("--column", default=None, metavar="NAME",
+                        help="the column (.csv, .tsv) or field (.jsonl) holding the sentences "
+                             "(default: sentence or text when there is one, else the first)")
+    corpus.add_argument("--out", required=True, metavar="FILE.parquet|FILE.csv",
+                        help="where to write the table")
+    corpus.add_argument("--queries", default=None, metavar="PATTERN",
+                        help="span attention: the query tokens (a regular expression matched "
+                             "against whole tokens, e.g. 'it')")
+    corpus.add_argument("--keys", default=None, metavar="PATTERN",
+                        help="span attention: the key tokens (e.g. 'cat|dog|mat')")
+    corpus.add_argument("--keys-before", action="store_true",
+                        help="span attention: only keys before each query")
+    corpus.add_argument("--batch-size", type=int, default=32, metavar="N",
+                        help="sentences run together (default 32)")
+    corpus.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="local: this process (default); ray: a Ray cluster through Ray "
+                             "Data, each worker loading the model once")
+    corpus.add_argument("--address", default=None, metavar="ADDR",
+                        help="the Ray cluster, e.g. ray://HOST:10001 or HOST:6379 (default: "
+                             "RAY_ADDRESS, else a local cluster started for the run)")
+    corpus.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="Ray workers, each holding the model (default: one per GPU, "
+                             "else one per two CPUs)")
+    corpus.add_argument("--device", default="auto",
+                        help="auto (CUDA when present, else CPU), cpu or cuda (default: auto)")
+    corpus.add_argument("--debug", action="store_true",
+                        help="on an unexpected error, show the whole traceback")
     return parser
+
+
+CORPUS_HELP = """\
+Run a model on every sentence of a file, in padded batches, and write one row per sentence ×
+attention kind × layer × head: sentence (from 0), text, kind, layer, head, queries (its real
+query tokens), and the head statistics of the app's Head statistics page (entropy, distance,
+first_token, previous_token, self; NaN where they do not apply); with --queries and --keys,
+also span (the weight the matching queries put on the matching keys, averaged over those
+queries). Padding never enters a number. Sentences the model cannot read are left out with a
+warning.
+
+On a Ray cluster (--engine ray) the same batches run on a pool of workers through Ray Data,
+each loading the model once (on a GPU where the cluster has them); the table is the same.
+  local cluster:     ray start --head   (then --address auto), or no --address at all
+  existing cluster:  --address ray://HOST:10001, or set RAY_ADDRESS
+"""
 
 
 def _one_line(error: BaseException) -> str:
@@ -73,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as done:  # --help (0) or a usage error (2, already printed)
         return done.code if isinstance(done.code, int) else 2
     try:
-        return _export(args)
+        return _corpus(args) if args.command == "corpus" else _export(args)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except (ValueError, OSError) as error:  # ModelLoadError and UnknownWordsError included
@@ -103,6 +156,47 @@ def _export(args: argparse.Namespace) -> int:
     path = trace.save(args.out)
     shapes = ", ".join(f"{n} {tuple(trace.attention[n].shape)}" for n in trace.names)
     print(f"wrote {path}: {trace.family}, {shapes}")
+    return 0
+
+
+def _corpus(args: argparse.Namespace) -> int:
+    """``python -m model corpus``: read the sentences, run them, write the table."""
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from .analysis.corpus import Span
+    from .corpus import default_address, run_corpus, write_table
+    from .device import resolve_device
+    from .sentences import UNLIMITED, read_sentences
+
+    spec = args.model.strip()
+    if not spec:
+        raise ValueError("--model is empty: name a bundled model, a hub id, a folder or a .gguf")
+    if Path(args.out).suffix.lower() not in (".parquet", ".csv"):
+        raise ValueError(f"--out must end in .parquet or .csv: {args.out}")
+    if args.batch_size < 1:
+        raise ValueError("--batch-size must be at least 1")
+    if (args.queries is None) != (args.keys is None):
+        raise ValueError("span attention needs both --queries and --keys")
+    span = None if args.queries is None else Span(args.queries, args.keys, args.keys_before)
+    resolve_device(args.device.strip())
+    path = Path(args.input)
+    sentences = read_sentences(path.name, path.read_bytes(), args.column, UNLIMITED)
+    with tqdm(total=len(sentences), unit="sentence", file=sys.stderr) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.update(done - bar.n)
+
+        frame = run_corpus(spec, sentences, engine=args.engine,
+                           address=args.address or default_address(),
+                           device=args.device.strip(), batch_size=args.batch_size, span=span,
+                           progress=progress, workers=args.workers)
+    for index, message in frame.attrs["skipped"]:
+        print(f"warning: sentence {index + 1} left out: {_one_line(Exception(message))}",
+              file=sys.stderr)
+    written = write_table(frame, args.out)
+    print(f"wrote {written}: {frame['sentence'].nunique()} sentences, {len(frame)} rows "
+          f"({args.engine} engine)")
     return 0
 
 

@@ -130,7 +130,7 @@ def test_an_unreachable_hub_id_is_explained_on_the_page(monkeypatch):
 
 
 def test_uploaded_files_are_decoded_as_utf8_or_explained():
-    from app_pages.common import decode_upload
+    from model.sentences import decode_text as decode_upload
 
     assert decode_upload("猫 坐 在 垫子 上".encode()) == ("猫 坐 在 垫子 上", "UTF-8")
     assert decode_upload(b"\xef\xbb\xbfThe cat") == ("The cat", "UTF-8")  # BOM dropped

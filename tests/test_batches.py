@@ -12,7 +12,6 @@ from model.analysis.corpus import (
     SPAN,
     Span,
     batch_statistics,
-    corpus_statistics,
     heads_by_change,
     js_divergence,
     matches,
@@ -20,6 +19,7 @@ from model.analysis.corpus import (
     summarise_heads,
 )
 from model.analysis.statistics import STATS, head_stats
+from model.corpus import corpus_table
 from model.hf import HFModel
 
 SENTENCES = ["The cat sat on the mat because it was tired.", "A dog slept.",
@@ -69,7 +69,8 @@ def test_batched_statistics_equal_single_runs_with_padding_excluded(tiny_checkpo
 def test_the_own_model_runs_sentence_by_sentence_with_the_same_numbers():
     model = load("own-random", device="cpu")
     sentences = ["the cat sat on the mat", "a dog slept", "it was tired"]
-    table = corpus_statistics(model, sentences, batch_size=2)
+    table, skipped = corpus_table(model, sentences, batch_size=2)
+    assert skipped == []
     _assert_tables_equal(table, _single_run_table(model, sentences))
     assert set(table["kind"]) == {"encoder.self", "decoder.self", "decoder.cross"}
 
@@ -77,8 +78,8 @@ def test_the_own_model_runs_sentence_by_sentence_with_the_same_numbers():
 def test_batches_of_any_size_give_the_same_table(tiny_checkpoints):
     model = HFModel.load(str(tiny_checkpoints["llama"]), device="cpu")
     seen = []
-    one = corpus_statistics(model, SENTENCES * 3, batch_size=1)
-    many = corpus_statistics(model, SENTENCES * 3, batch_size=5,
+    one, _skipped = corpus_table(model, SENTENCES * 3, batch_size=1)
+    many, _skipped = corpus_table(model, SENTENCES * 3, batch_size=5,
                              progress=lambda done, total: seen.append((done, total)))
     assert seen == [(5, 12), (10, 12), (12, 12)]
     for key in one:
@@ -151,3 +152,11 @@ def test_jensen_shannon_divergence_of_disjoint_rows_is_ln_2():
     p = np.array([[1.0, 0.0], [0.5, 0.5]])
     q = np.array([[0.0, 1.0], [0.5, 0.5]])
     assert js_divergence(p, q) == pytest.approx([np.log(2), 0.0])
+
+
+def test_a_sentence_the_model_cannot_read_is_left_out_with_its_message():
+    model = load("own-translator", device="cpu")
+    table, skipped = corpus_table(model, ["the cat sat on the mat", "the zebra flew",
+                                          "the dog sat on the mat"], batch_size=3)
+    assert sorted(set(table["sentence"].tolist())) == [0, 2]
+    assert [i for i, _m in skipped] == [1] and "zebra" in skipped[0][1]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,36 +174,12 @@ def _span_mass(w: torch.Tensor, spans, f64) -> torch.Tensor:
     return torch.where(found, total / n.clamp_min(1), torch.nan)
 
 
-def corpus_statistics(model, sentences: Sequence[str], *, batch_size: int = 32,
-                      span: Span | None = None, max_batch_bytes: int = 256 << 20,
-                      progress: Callable[[int, int], None] | None = None) -> dict[str, np.ndarray]:
-    """:func:`batch_statistics` of every sentence, run in batches of similar lengths.
-
-    Args:
-        model: a :class:`~model.interface.LoadedModel`.
-        sentences: the texts, each traced as a whole.
-        batch_size: sentences per batch at most; fewer when a batch's weights of one layer
-            would pass ``max_batch_bytes``.
-        progress: called with ``(sentences done, sentences)`` after each batch.
-
-    Returns:
-        the columns of :func:`batch_statistics`, ``sentence`` being the index in
-        ``sentences``, rows ordered by sentence, kind, layer and head.
-    """
-    sentences = list(sentences)
-    if not sentences:
-        raise ValueError(_("there are no sentences to run"))
-    parts = [(start, batch_statistics(model.attention_batch(list(texts)), span))
-             for start, texts in batches(model, sentences, batch_size, max_batch_bytes,
-                                         progress)]
-    return merge(parts)
-
-
-def batches(model, sentences: list[str], batch_size: int, max_batch_bytes: int,
+def batches(heads: int, sentences: list[str], batch_size: int, max_batch_bytes: int,
             progress=None):
-    """``(index of the first sentence, texts)`` of consecutive batches, cut where a batch's
-    weights of one layer would pass ``max_batch_bytes`` (estimated from character counts)."""
-    heads = model.dims.n_heads
+    """``(index of the first sentence, texts)`` of consecutive batches of at most
+    ``batch_size``, cut where a batch's weights of one layer (``heads`` heads) would pass
+    ``max_batch_bytes`` (tokens estimated by characters, which are never fewer); ``progress``
+    is called with ``(sentences done, sentences)`` after each batch is used."""
     start, done = 0, 0
     while start < len(sentences):
         stop = start + 1
@@ -220,12 +196,17 @@ def batches(model, sentences: list[str], batch_size: int, max_batch_bytes: int,
         start = stop
 
 
-def merge(parts: Sequence[tuple[int, dict[str, np.ndarray]]]) -> dict[str, np.ndarray]:
-    """Batches' columns as one table, each batch's ``sentence`` moved by its first index."""
+def merge(parts: Sequence[tuple[int, dict[str, np.ndarray]]],
+          span: Span | None = None) -> dict[str, np.ndarray]:
+    """Batches' columns as one table, each batch's ``sentence`` moved by its first index (no
+    parts: an empty table with the columns of :func:`batch_statistics`)."""
+    if not parts:
+        return {key: np.zeros(0, dtype=object if key == "kind" else int if key in (
+            "sentence", "layer", "head", "queries") else float)
+            for key in (*COLUMNS, *([SPAN] if span else []))}
     keys = parts[0][1].keys()
-    out = {key: np.concatenate([p[key] + start if key == "sentence" else p[key]
-                                for start, p in parts]) for key in keys}
-    return out
+    return {key: np.concatenate([p[key] + start if key == "sentence" else p[key]
+                                 for start, p in parts]) for key in keys}
 
 
 # --- over the corpus ------------------------------------------------------------------------

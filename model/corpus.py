@@ -1,0 +1,212 @@
+"""Head statistics over a corpus, in this process or on a Ray cluster, with the same table.
+
+``run_corpus(spec, sentences)`` loads the model, runs the sentences in padded batches and
+returns one row per sentence × kind × layer × head (:data:`model.analysis.corpus.COLUMNS`,
+with the sentence's text). With ``engine="ray"`` the same batches go to a pool of Ray workers
+through Ray Data (each worker loads the model once, on a GPU where the cluster has them); the
+rows, gathered and ordered, are the same table.
+
+Ray is optional: it is imported only for ``engine="ray"``. Start a local cluster with
+``ray start --head`` (or let ``ray.init()`` start one inside the run when no address is
+given); point at an existing one with ``address="ray://HOST:10001"`` or ``"HOST:6379"``, or
+set ``RAY_ADDRESS``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from i18n import _
+
+from .analysis.corpus import Span, batch_statistics, batches, merge
+
+ENGINES = ("local", "ray")
+BATCH_SIZE = 32
+MAX_BATCH_BYTES = 256 << 20  # one layer's weights of a batch, on the model's device
+
+
+def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZE,
+                 span: Span | None = None, progress: Callable[[int, int], None] | None = None
+                 ) -> tuple[dict[str, np.ndarray], list[tuple[int, str]]]:
+    """Statistics of every sentence with a loaded model, in this process.
+
+    A batch that fails (a sentence the model cannot read: too long, unknown words) is run
+    again one sentence at a time, and the sentences that still fail are left out.
+
+    Returns:
+        ``(table, skipped)``: the columns of :func:`model.analysis.corpus.batch_statistics`
+        with ``sentence`` indexing ``sentences``, and ``(index, message)`` of each sentence
+        left out.
+
+    Raises:
+        ValueError: a span pattern is not a regular expression.
+    """
+    sentences = list(sentences)
+    if span is not None:
+        span.compiled()  # a bad pattern is refused before anything runs
+    parts, skipped = [], []
+    for start, texts in batches(model.dims.n_heads, sentences, batch_size, MAX_BATCH_BYTES,
+                                progress):
+        try:
+            parts.append((start, batch_statistics(model.attention_batch(list(texts)), span)))
+            continue
+        except ValueError as error:
+            if len(texts) == 1:
+                skipped.append((start, str(error)))
+                continue
+        for offset, text in enumerate(texts):  # find the sentences the model cannot read
+            try:
+                parts.append((start + offset,
+                              batch_statistics(model.attention_batch([text]), span)))
+            except ValueError as error:
+                skipped.append((start + offset, str(error)))
+    return merge(parts, span), skipped
+
+
+def run_corpus(spec: str, sentences: Sequence[str], *, engine: str = "local",
+               address: str | None = None, device: str = "auto",
+               batch_size: int = BATCH_SIZE, span: Span | None = None,
+               progress: Callable[[int, int], None] | None = None, workers: int | None = None):
+    """The corpus table of ``spec`` on ``sentences`` as a pandas DataFrame.
+
+    Args:
+        engine: ``"local"`` (this process) or ``"ray"`` (Ray Data on a cluster).
+        address: the Ray cluster (default: ``RAY_ADDRESS``, else a local one started here).
+        workers: Ray workers, each holding the model (default: one per GPU of the cluster,
+            else one per two CPUs, at most one per batch).
+        progress: called with ``(sentences done, sentences)``.
+
+    Returns:
+        one row per sentence × kind × layer × head: ``sentence`` (from 0), ``text`` and the
+        columns of :data:`model.analysis.corpus.COLUMNS` (and ``span``), and in
+        ``DataFrame.attrs["skipped"]`` the ``(sentence, message)`` of sentences left out.
+    """
+    import pandas as pd
+
+    sentences = list(sentences)
+    if engine not in ENGINES:
+        raise ValueError(_("unknown engine {engine}: choose {engines}").format(
+            engine=repr(engine), engines=" or ".join(ENGINES)))
+    if not sentences:
+        raise ValueError(_("there are no sentences to run"))
+    if engine == "local":
+        from . import load
+
+        table, skipped = corpus_table(load(spec, device=device), sentences,
+                                      batch_size=batch_size, span=span, progress=progress)
+        nothing_ran(table, skipped)
+    else:
+        table, skipped = _on_ray(spec, sentences, address=address, device=device,
+                                 batch_size=batch_size, span=span, progress=progress,
+                                 workers=workers)
+    frame = pd.DataFrame(table)
+    frame.insert(1, "text", np.asarray(sentences, dtype=object)[frame["sentence"].to_numpy()])
+    frame.attrs["skipped"] = skipped
+    return frame
+
+
+def nothing_ran(table: dict[str, np.ndarray], skipped: list[tuple[int, str]]) -> None:
+    """Raise ``ValueError`` with the first sentence's message when no sentence ran."""
+    if not len(table["sentence"]):
+        raise ValueError(_("no sentence could be run: sentence {index}: {error}").format(
+            index=skipped[0][0] + 1, error=skipped[0][1]))
+
+
+class _Worker:
+    """A Ray Data worker: loads the model once, then computes the statistics of whole
+    batches (each input row is one batch: its first index and its texts as JSON). A sentence
+    left out comes back as one row with layer -1 and its message in ``error``."""
+
+    def __init__(self, spec: str, device: str, span: Span | None):
+        from . import load
+
+        self.model = load(spec, device=device)
+        self.span = span
+
+    def __call__(self, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        parts = []
+        for start, texts in zip(rows["start"], rows["texts"]):
+            texts = json.loads(texts)
+            table, skipped = corpus_table(self.model, texts, batch_size=len(texts),
+                                          span=self.span)
+            table["error"] = np.full(len(table["sentence"]), "", dtype=object)
+            parts.append((int(start), table))
+            if skipped:
+                n = len(skipped)
+                failed = {key: np.full(n, np.nan) for key in table if key not in (
+                    "sentence", "kind", "layer", "head", "queries", "error")}
+                failed.update(sentence=np.array([i for i, _m in skipped]),
+                              kind=np.full(n, "", dtype=object), layer=np.full(n, -1),
+                              head=np.full(n, -1), queries=np.zeros(n, dtype=int),
+                              error=np.array([m for _i, m in skipped], dtype=object))
+                parts.append((int(start), {key: failed[key] for key in table}))
+        return merge(parts, self.span)
+
+
+def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, workers):
+    try:
+        import ray
+    except ImportError:
+        raise ValueError(_("the Ray engine needs Ray: pip install 'ray[data]'")) from None
+    if span is not None:
+        span.compiled()
+    if not ray.is_initialized():
+        kwargs = {"address": address} if address else {}
+        if address:  # a remote cluster: send this package (and its catalog) with the work
+            root = Path(__file__).resolve().parent
+            kwargs["runtime_env"] = {"py_modules": [str(root), str(root.parent / "i18n")]}
+        ray.init(log_to_driver=False, **kwargs)
+    chunks = list(batches(1, sentences, batch_size, MAX_BATCH_BYTES))
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0)) if device != "cpu" else 0
+    if workers is None:
+        workers = gpus or max(1, int(resources.get("CPU", 1)) // 2)
+    workers = max(1, min(workers, len(chunks)))
+    data = ray.data.from_items([{"start": start, "texts": json.dumps(list(texts))}
+                                for start, texts in chunks])
+    results = data.map_batches(
+        _Worker, fn_constructor_kwargs={"spec": spec, "device": device, "span": span},
+        batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
+        num_gpus=1 if gpus else 0, batch_format="numpy")
+    parts, skipped, done = [], [], set()
+    for part in results.iter_batches(batch_size=None, batch_format="numpy"):
+        errors = part.pop("error")
+        failed = part["layer"] < 0
+        skipped.extend((int(i), str(m)) for i, m in zip(part["sentence"][failed],
+                                                         errors[failed]))
+        parts.append((0, {key: value[~failed] for key, value in part.items()}))
+        done.update(part["sentence"].tolist())
+        if progress is not None:
+            progress(len(done), len(sentences))
+    table = merge(parts, span)
+    nothing_ran(table, skipped)
+    order = np.argsort(table["sentence"], kind="stable")
+    return {key: value[order] for key, value in table.items()}, sorted(skipped)
+
+
+def write_table(frame, path: str | Path) -> Path:
+    """Write a corpus table as ``.parquet`` or ``.csv`` (by the path's ending).
+
+    Raises:
+        ValueError: another ending.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        frame.to_parquet(path, index=False)
+    elif suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        raise ValueError(_("--out must end in .parquet or .csv, not {suffix}").format(
+            suffix=repr(suffix or path.name)))
+    return path
+
+
+def default_address() -> str | None:
+    """The Ray cluster named by ``RAY_ADDRESS``, if any."""
+    return os.environ.get("RAY_ADDRESS") or None

@@ -1,0 +1,192 @@
+"""Sentences read from files a person brings: plain text (one sentence per line), CSV or TSV
+(a chosen column) and JSON Lines (a chosen field), with limits and one clear message for each
+way a file can be wrong.
+
+Used by the app's Corpus page and by ``python -m model corpus``; no torch here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from i18n import _
+
+TEXT_FORMATS = (".txt", ".md")
+TABLE_FORMATS = (".csv", ".tsv")
+JSON_FORMATS = (".jsonl",)
+FORMATS = (*TEXT_FORMATS, *TABLE_FORMATS, *JSON_FORMATS)
+# Column or field names tried first when none is chosen, in this order.
+USUAL_COLUMNS = ("sentence", "text", "sentences", "content", "input", "source")
+
+
+@dataclass(frozen=True)
+class SentenceLimits:
+    """What one request may bring.
+
+    Attributes:
+        max_bytes: bytes of one file.
+        max_sentences: sentences of all files together.
+        max_chars: characters of one sentence.
+    """
+
+    max_bytes: int = 2 << 20
+    max_sentences: int = 1000
+    max_chars: int = 1000
+
+
+UNLIMITED = SentenceLimits(max_bytes=1 << 62, max_sentences=1 << 62, max_chars=1 << 62)
+
+
+def decode_text(data: bytes, name: str | None = None) -> tuple[str, str]:
+    """Text of a file and the encoding it was read in: UTF-8 (a byte-order mark is dropped),
+    else GB18030 (which covers GBK and GB2312, common for Chinese text saved on Windows).
+
+    Raises:
+        ValueError: the file holds NUL bytes (a binary file), or is neither encoding.
+    """
+    name = name or _("the file")
+    if b"\x00" in data[:65536]:
+        raise ValueError(_("{name} is a binary file, not text: upload a .txt, .csv, .tsv or "
+                           ".jsonl file saved as UTF-8").format(name=name))
+    try:
+        return data.decode("utf-8-sig"), "UTF-8"
+    except UnicodeDecodeError as error:
+        position = error.start
+    try:
+        return data.decode("gb18030"), "GB18030"
+    except UnicodeDecodeError:
+        raise ValueError(_("{name} is neither UTF-8 nor GB18030/GBK text (byte {position} "
+                           "cannot be read); save it as UTF-8 and upload it again").format(
+            name=name, position=position)) from None
+
+
+def file_format(name: str) -> str:
+    """The format of a file by its name's ending: ``.txt``, ``.csv``, ...
+
+    Raises:
+        ValueError: not a format read here.
+    """
+    suffix = PurePath(name).suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(_("{name}: files ending in {formats} are read here").format(
+            name=name, formats=", ".join(FORMATS)))
+    return suffix
+
+
+def columns(name: str, data: bytes) -> list[str]:
+    """The columns (CSV, TSV) or fields (JSON Lines) a file offers, in order; ``[]`` for plain
+    text.
+
+    Raises:
+        ValueError: the file cannot be read (see :func:`read_sentences`).
+    """
+    fmt = file_format(name)
+    if fmt in TEXT_FORMATS:
+        return []
+    text, _encoding = decode_text(data, name)
+    if fmt in TABLE_FORMATS:
+        header = next(_rows(text, fmt), None)
+        if not header:
+            raise ValueError(_("{name} is empty").format(name=name))
+        return [h.strip() for h in header]
+    found: dict[str, None] = {}
+    for _number, record in _records(text, name):
+        found.update(dict.fromkeys(k for k, v in record.items() if isinstance(v, str)))
+    if not found:
+        raise ValueError(_("{name} has no field holding text").format(name=name))
+    return list(found)
+
+
+def default_column(found: list[str]) -> str | None:
+    """The column to read when none is chosen: a usual name, else the first."""
+    lowered = {c.lower(): c for c in found}
+    for usual in USUAL_COLUMNS:
+        if usual in lowered:
+            return lowered[usual]
+    return found[0] if found else None
+
+
+def read_sentences(name: str, data: bytes, column: str | None = None,
+                   limits: SentenceLimits = SentenceLimits()) -> list[str]:
+    """The sentences of one file: each non-blank line of plain text, each non-blank cell of
+    ``column`` (CSV, TSV, JSON Lines; default :func:`default_column`), spaces around them
+    removed.
+
+    Raises:
+        ValueError: the file is too large, binary, not UTF-8 or GB18030 text, empty, has no
+            such column, holds more than ``limits.max_sentences`` sentences or one longer than
+            ``limits.max_chars`` characters. The message names the file and the line.
+    """
+    fmt = file_format(name)
+    if len(data) > limits.max_bytes:
+        raise ValueError(_("{name} is {size:.1f} MB; this server reads files of at most "
+                           "{most:.1f} MB").format(name=name, size=len(data) / 2**20,
+                                                   most=limits.max_bytes / 2**20))
+    text, _encoding = decode_text(data, name)
+    if fmt in TEXT_FORMATS:
+        numbered = list(enumerate(text.splitlines(), start=1))
+    else:
+        found = columns(name, data)
+        column = default_column(found) if column is None else column
+        if column not in found:
+            raise ValueError(_("{name} has no column {column}; it has {found}").format(
+                name=name, column=repr(column), found=", ".join(map(repr, found))))
+        if fmt in TABLE_FORMATS:
+            numbered = _cells(text, fmt, found.index(column))
+        else:
+            numbered = [(number, record.get(column)) for number, record in _records(text, name)]
+            numbered = [(n, v) for n, v in numbered if isinstance(v, str)]
+    sentences = []
+    for number, line in numbered:
+        line = line.strip()
+        if not line:
+            continue
+        if len(line) > limits.max_chars:
+            raise ValueError(_("{name}, line {line}: {count:,} characters; a sentence may have "
+                               "at most {most:,}").format(name=name, line=number,
+                                                          count=len(line),
+                                                          most=limits.max_chars))
+        sentences.append(line)
+        if len(sentences) > limits.max_sentences:
+            raise ValueError(_("{name} holds more than {most:,} sentences; this server runs at "
+                               "most {most:,} at once: split the file").format(
+                name=name, most=limits.max_sentences))
+    if not sentences:
+        raise ValueError(_("{name} holds no sentences").format(name=name))
+    return sentences
+
+
+def split_lines(text: str) -> list[str]:
+    """Pasted text as one sentence per non-blank line."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _rows(text: str, fmt: str):
+    return csv.reader(io.StringIO(text), delimiter="\t" if fmt == ".tsv" else ",")
+
+
+def _cells(text: str, fmt: str, index: int) -> list[tuple[int, str]]:
+    """``(line, cell)`` of column ``index`` of every row after the header."""
+    reader = _rows(text, fmt)
+    next(reader, None)
+    return [(reader.line_num, row[index]) for row in reader if len(row) > index]
+
+
+def _records(text: str, name: str):
+    """``(line, object)`` of each non-blank line of JSON Lines."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(_("{name}, line {line} is not JSON: {error}").format(
+                name=name, line=number, error=error.msg)) from None
+        if not isinstance(record, dict):
+            raise ValueError(_("{name}, line {line} is not a JSON object with fields").format(
+                name=name, line=number))
+        yield number, record
