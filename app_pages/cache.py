@@ -28,11 +28,13 @@ import streamlit as st
 import model
 import viz
 from i18n import _, language
+from model.analysis.corpus import Span
 from model.analysis.lesson_math import dot_products, gradient_by_width, spread_by_width
 from model.analysis.rollout import rollout
 from model.analysis.statistics import head_stats, summary_of
 from model.blocked import LayerSummary, head_pooled, mean_pooled, region
 from model.budget import check_request, memory_guard
+from model.corpus import corpus_table
 from model.device import resolve_device
 from model.policy import Limits, LoadPolicy
 
@@ -462,6 +464,44 @@ def get_model_view(run, name: str) -> dict:
                    _("drawing the model view"),
                    lambda: viz.model_view(run.trace, name, tiles=np.stack(
                        [s.tiles for s in summaries])).to_dict())
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _stage_model(step: int, device: str) -> model.LoadedModel:
+    from model.own.translator import Translator
+
+    return Translator.from_files(device=device, stage=step)
+
+
+def get_stage_trace(step: int, device: str, text: str, target: str | None):
+    """own-translator after ``step`` steps of its training, traced on ``text`` (and
+    ``target``), shared by every session."""
+    device = str(resolve_device(device))
+    return _cached(("stage", step, device, text, target),
+                   _("Running the model and capturing attention…"), _("tracing the text"),
+                   lambda: _stage_model(step, device).trace(text, target=target))
+
+
+def get_corpus(spec: str, device: str, sentences: tuple[str, ...], span: Span | None):
+    """The statistics of every sentence, kind, layer and head of ``spec`` on ``sentences``
+    (:func:`model.corpus.corpus_table`: ``(table, skipped)``), run in batches with a progress
+    bar and kept for every session."""
+    loaded = get_model(spec, device)
+    key = ("corpus", spec, str(loaded.device), sentences, span)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    bar = st.progress(0.0, text=_("Running {count:,} sentences…").format(count=len(sentences)))
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=_("Running the sentences… {done:,} of {total:,}").format(
+            done=done, total=total))
+
+    result = shared_cache().get(key, lambda: _guarded(
+        _("running the sentences"), lambda: _readonly(corpus_table(
+            loaded, sentences, span=span, progress=progress))))
+    bar.progress(1.0, text=_("Ran {count:,} sentences.").format(count=len(sentences)))
+    return result
 
 
 def _readonly(value):

@@ -456,6 +456,18 @@ def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:
                              format_func=lambda n: f"{n} · {_(KIND_LABELS[n])}")
 
 
+# The head statistics' names as shown (the keys of model.analysis.statistics.STATS, and the
+# corpus table's span column).
+METRIC_NAMES = {"entropy": N_("entropy"), "distance": N_("distance"),
+                "first_token": N_("first_token"), "previous_token": N_("previous_token"),
+                "self": N_("self"), "span": N_("span attention")}
+
+
+def metric_name(metric: str) -> str:
+    """A metric's name in the current language."""
+    return _(METRIC_NAMES[metric]) if metric in METRIC_NAMES else metric
+
+
 def open_head(name: str, layer: int, head: int) -> None:
     """Show one head in the Explore page."""
     st.session_state["open_head"] = (name, layer, head)

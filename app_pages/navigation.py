@@ -41,6 +41,7 @@ class PageSpec:
 
 START = N_("Start")
 LOOK = N_("Look at attention")
+MANY = N_("Many sentences")
 PARTS = N_("Understand the parts")
 LESSONS = N_("Lessons")
 
@@ -74,6 +75,11 @@ PAGES = (
     PageSpec("app_pages/rollout.py", N_("Rollout"), "🌊", LOOK,
              link=_widgets("ro_kind", "ro_layer")),
     PageSpec("app_pages/stats.py", N_("Head statistics"), "📊", LOOK, link=_widgets("st_kind")),
+    PageSpec("app_pages/corpus.py", N_("Corpus"), "📚", MANY, reads_text=False,
+             link=(("kind", "cp_kind", str), ("layer", "cp_layer", int),
+                   ("head", "cp_head", int))),
+    PageSpec("app_pages/compare.py", N_("Compare"), "⚖️", MANY, reads_text=False,
+             link=(("mode", "cmp_mode", str), *_widgets("cmp_kind", "cmp_layer", "cmp_head"))),
     PageSpec("app_pages/positions.py", N_("Positions"), "🕰️", PARTS, reads_text=False),
     PageSpec("app_pages/shapes.py", N_("Shapes and costs"), "📐", PARTS),
     # The lessons, in the seed's order (its section numbers are in each page's header).

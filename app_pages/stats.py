@@ -8,22 +8,18 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.cache import get_head_stats, get_mean
-from app_pages.common import bounded_analysis, chart, kind_selector, load_run, open_head
+from app_pages.common import (
+    bounded_analysis,
+    chart,
+    kind_selector,
+    load_run,
+    metric_name,
+    open_head,
+)
 from app_pages.events import selected_head
-from i18n import N_, _
+from i18n import _
 from model.analysis.statistics import STATS, defined_metrics, stats_table
 from model.analysis.views import boundary_label, query_rows, sentence_split
-
-# The metrics' names as shown (the keys of STATS, which name the values in the code).
-METRIC_NAMES = {"entropy": N_("entropy"), "distance": N_("distance"),
-                "first_token": N_("first_token"), "previous_token": N_("previous_token"),
-                "self": N_("self")}
-
-
-def metric_name(metric: str) -> str:
-    """A metric's name in the current language."""
-    return _(METRIC_NAMES[metric]) if metric in METRIC_NAMES else metric
-
 
 st.title(_("Head statistics"))
 run = load_run()

@@ -131,6 +131,9 @@ class Limits:
         trace_cache_bytes: memory the shared cache of traces and analyses may hold.
         concurrent_runs: traces and analyses computed at once; others wait their turn.
         max_chars: the longest text accepted (typed or uploaded).
+        corpus_sentences: sentences one corpus run may hold (the Corpus page).
+        corpus_tokens: tokens of one sentence of a corpus.
+        corpus_file_bytes: bytes of one uploaded sentence file.
     """
 
     request_bytes: int = 2 * GB
@@ -138,6 +141,9 @@ class Limits:
     trace_cache_bytes: int = 1 * GB
     concurrent_runs: int = 2
     max_chars: int = 100_000
+    corpus_sentences: int = 1000
+    corpus_tokens: int = 256
+    corpus_file_bytes: int = 2 << 20
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -154,4 +160,10 @@ class Limits:
             concurrent_runs=max(1, int(_number("ATTENTION_EXPLORER_CONCURRENT_RUNS",
                                                default.concurrent_runs))),
             max_chars=max(1, int(_number("ATTENTION_EXPLORER_MAX_CHARS", default.max_chars))),
+            corpus_sentences=max(1, int(_number("ATTENTION_EXPLORER_CORPUS_SENTENCES",
+                                                default.corpus_sentences))),
+            corpus_tokens=max(1, int(_number("ATTENTION_EXPLORER_CORPUS_TOKENS",
+                                             default.corpus_tokens))),
+            corpus_file_bytes=max(1, int(_number("ATTENTION_EXPLORER_CORPUS_FILE_MB",
+                                                 default.corpus_file_bytes / 2**20) * 2**20)),
         )

@@ -71,6 +71,7 @@ def figures(seed_trace):
         "model_view": viz.model_view(seed_trace, "decoder.self"),
         "stats_heatmap": viz.stats_heatmap(head_stats(seed_trace, "decoder.self")["entropy"],
                                            "entropy", "spread"),
+        "difference_heatmap": viz.difference_heatmap(w - w.T, q, k, title="t", subtitle="s"),
         "distribution_bars": viz.distribution_bars(w[3], list(k), highlight=1, title="t"),
         "complexity_curves": viz.complexity_curves(512, 7),
         "sinusoidal_heatmap": viz.sinusoidal_heatmap(table),

@@ -4,6 +4,7 @@ Imports numpy and plotly only (never streamlit, torch or transformers). Builders
 """
 
 from .bars import distribution_bars
+from .compare import difference_heatmap
 from .costs import complexity_curves
 from .head_view import head_view
 from .heatmap import attention_heatmap, heads_grid
@@ -20,7 +21,8 @@ from .positional import (
 from .stats import stats_heatmap
 
 __all__ = [
-    "attention_heatmap", "clock_hands", "complexity_curves", "distribution_bars", "head_view",
+    "attention_heatmap", "clock_hands", "complexity_curves", "difference_heatmap",
+    "distribution_bars", "head_view",
     "heads_grid", "mask_view", "model_view", "rope_circles", "rope_offsets", "rope_periods",
     "similarity_matrix", "sinusoidal_heatmap", "stats_heatmap",
 ]

@@ -242,7 +242,8 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
                allowed=None, cols: int = 4, title: str = "", max_side: int = 64,
                zmax: float = 1.0, query_hover: Sequence[str] | None = None,
                highlight: tuple[int, int, int] | None = None,
-               factors: tuple[int, int] | None = None) -> go.Figure:
+               factors: tuple[int, int] | None = None,
+               titles: Sequence[str] | None = None) -> go.Figure:
     """All heads of one layer as small heatmaps on one colour scale.
 
     Args:
@@ -256,6 +257,8 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         query_hover: what hovering a row says of its query (see :func:`attention_heatmap`).
         highlight: ``(head, query, key)``: a cell outlined in that head's heatmap.
         factors: ``layer_weights`` are already pooled (see :func:`attention_heatmap`).
+        titles: each panel's title (default ``head h``): the grid may show one head at
+            several training stages instead.
 
     Returns:
         a figure with one weight trace per head (in head order, subplot titles ``head h``),
@@ -283,7 +286,8 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
     height = 80 + rows * 260
     gap_px = 100 if show_labels else 40  # room for rotated tick labels above the next title
     fig = make_subplots(rows=rows, cols=cols,
-                        subplot_titles=[head_name(h) for h in range(n_heads)],
+                        subplot_titles=list(titles) if titles is not None
+                        else [head_name(h) for h in range(n_heads)],
                         horizontal_spacing=0.05 if show_labels else 0.03,
                         vertical_spacing=min(0.3, gap_px / height) if rows > 1 else 0.1)
     customdata = _cell_names(query_tokens, key_tokens, query_hover, heads=n_heads)

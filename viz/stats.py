@@ -11,13 +11,17 @@ from .model_view import click_targets
 from .style import SEQUENTIAL_SCALE, themed
 
 
-def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
+def stats_heatmap(values, metric: str, description: str = "", interval=None,
+                  counts=None) -> go.Figure:
     """``values [layer, head]`` of one metric; ``customdata`` is ``[layer, head]``.
 
     Args:
         values: the metric per layer and head (NaN where it does not apply).
         metric: the metric's name, for the colour bar and hover.
         description: a subtitle.
+        interval: ``(low, high)``, each ``[layer, head]``: a confidence interval of each
+            value (a mean over sentences), shown in the hover.
+        counts: ``[layer, head]``: the sentences each value averages, shown in the hover.
     """
     values = np.asarray(values, dtype=float)
     if values.ndim != 2:
@@ -25,11 +29,19 @@ def stats_heatmap(values, metric: str, description: str = "") -> go.Figure:
     n_layers, n_heads = values.shape
     layer, head = np.indices(values.shape)
     custom = np.stack([layer, head], axis=-1)
+    extra, text = "", None
+    if interval is not None:
+        low, high = (np.asarray(a, dtype=float) for a in interval)
+        n = np.zeros(values.shape, int) if counts is None else np.asarray(counts)
+        text = np.vectorize(lambda a, b, c: _("95% CI {low:.3f} to {high:.3f} · {count} "
+                                              "sentences").format(low=a, high=b, count=c),
+                            otypes=[object])(low, high, n)
+        extra = "<br>%{text}"
     fig = go.Figure(go.Heatmap(
-        z=values, customdata=custom, colorscale=SEQUENTIAL_SCALE,
+        z=values, customdata=custom, colorscale=SEQUENTIAL_SCALE, text=text,
         colorbar={"title": {"text": metric}},
         hovertemplate=_("layer %{customdata[0]} · head %{customdata[1]}") + "<br>" + metric
-        + " %{z:.3f}<extra></extra>", xgap=1, ygap=1))
+        + " %{z:.3f}" + extra + "<extra></extra>", xgap=1, ygap=1))
     fig.add_trace(click_targets([(lay, hd, lay, hd) for lay in range(n_layers)
                                  for hd in range(n_heads)], size=14))
     fig.update_layout(title={"text": f"{metric}<br><sup>{description}</sup>" if description

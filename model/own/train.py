@@ -27,11 +27,20 @@ from ..device import resolve_device
 from .config import TransformerConfig
 from .corpus import make_corpus, vocabularies
 from .transformer import Transformer
-from .translator import CARD, WEIGHTS, Translator
+from .translator import CARD, WEIGHTS, Translator, stage_path
 from .vocab import WordVocab, split_words
 
 CONFIG = dict(d_model=128, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=512,
               dropout=0.1, max_len=64)
+# Optimiser steps after which the weights are kept as training stages (the last stage is the
+# trained model itself).
+STAGES = (0, 100, 300, 1000)
+
+
+def _save_stage(net: Transformer, out_dir: Path, step: int) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().to(torch.float16).contiguous()
+               for k, v in net.state_dict().items()}, str(stage_path(step, out_dir)))
 
 
 def _batch(pairs, src_vocab: WordVocab, tgt_vocab: WordVocab, device):
@@ -59,8 +68,13 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float) -> float:
 
 def train(seed: int = 0, steps: int = 3000, batch_size: int = 64, warmup: int = 400,
           factor: float = 1.0, label_smoothing: float = 0.1, align_weight: float = 0.3,
-          device: str = "auto", out_dir: Path = WEIGHTS.parent, progress: bool = True) -> dict:
-    """Train, evaluate on the held-out split, write weights and card; return the card."""
+          device: str = "auto", out_dir: Path = WEIGHTS.parent, progress: bool = True,
+          stages: tuple[int, ...] = STAGES) -> dict:
+    """Train, evaluate on the held-out split, write weights and card; return the card.
+
+    ``stages``: optimiser steps after which the weights are also written, in float16, as
+    ``own-translator-step{N}.safetensors`` (:func:`stage_path`), so that the app can show
+    how cross-attention learns the alignment (0: the random initialisation)."""
     started = time.perf_counter()
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -81,7 +95,9 @@ def train(seed: int = 0, steps: int = 3000, batch_size: int = 64, warmup: int = 
     order: list = []
     bar = tqdm(range(steps), desc="training own-translator", disable=not progress,
                file=sys.stderr)
-    for _ in bar:
+    for done in bar:
+        if done in stages:
+            _save_stage(net, out_dir, done)
         if len(order) < batch_size:
             order = list(corpus.train)
             rng.shuffle(order)
@@ -107,6 +123,7 @@ def train(seed: int = 0, steps: int = 3000, batch_size: int = 64, warmup: int = 
     net.eval()
     save_file({k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()},
               str(weights))
+    written = sorted(s for s in stages if s < steps)
     card = {
         "config": cfg.to_dict(), "src_vocab": src_vocab.itos, "tgt_vocab": tgt_vocab.itos,
         "corpus": {"seed": seed, "n_train": len(corpus.train), "n_test": len(corpus.test)},
@@ -114,7 +131,7 @@ def train(seed: int = 0, steps: int = 3000, batch_size: int = 64, warmup: int = 
                      "factor": factor, "label_smoothing": label_smoothing,
                      "align_weight": align_weight, "device": str(device_t),
                      "seconds": round(train_seconds, 1), "torch": torch.__version__,
-                     "final_loss": round(loss_tok.item(), 4)},
+                     "final_loss": round(loss_tok.item(), 4), "stages": written},
     }
     card_path.write_text(json.dumps(card, ensure_ascii=False, indent=1), encoding="utf-8")
     model = Translator.from_files(weights, card_path, device=str(device_t))

@@ -39,21 +39,38 @@ CARD = WEIGHTS_DIR / "own-translator.json"
 TOP_K = 5
 
 
+def stage_path(step: int, folder: Path = WEIGHTS_DIR) -> Path:
+    """Where the weights after ``step`` optimiser steps of training are kept (float16)."""
+    return folder / f"own-translator-step{step}.safetensors"
+
+
+def training_stages(folder: Path = WEIGHTS_DIR, card: Path = CARD) -> list[int]:
+    """The training steps whose weights are kept, the trained model's last: ``[0, ..., N]``."""
+    training = json.loads(card.read_text(encoding="utf-8"))["training"]
+    kept = [s for s in training.get("stages", []) if stage_path(s, folder).exists()]
+    return [*kept, training["steps"]]
+
+
 class Translator(OwnModel):
     """The own encoder-decoder with fixed English and Chinese vocabularies."""
 
     @classmethod
     def from_files(cls, weights: Path = WEIGHTS, card: Path = CARD,
-                   device: str = "auto") -> Translator:
-        """Load the committed weights (safetensors) and their card (config, vocabularies)."""
-        if not weights.exists() or not card.exists():
+                   device: str = "auto", stage: int | None = None) -> Translator:
+        """Load the committed weights (safetensors) and their card (config, vocabularies);
+        ``stage``: the weights after that many training steps instead (see
+        :func:`training_stages`), named ``own-translator@step{stage}``."""
+        name = "own-translator"
+        info = json.loads(card.read_text(encoding="utf-8")) if card.exists() else None
+        if stage is not None and info is not None and stage != info["training"]["steps"]:
+            weights, name = stage_path(stage, weights.parent), f"own-translator@step{stage}"
+        if not weights.exists() or info is None:
             raise ValueError(_("own-translator weights are missing ({file}); train them with "
                                "`python -m model.own.train`").format(file=weights))
-        info = json.loads(card.read_text(encoding="utf-8"))
         cfg = TransformerConfig(**info["config"])
         network = Transformer(cfg)
-        network.load_state_dict(load_file(str(weights)))
-        return cls("own-translator", network, resolve_device(device),
+        network.load_state_dict(load_file(str(weights)))  # float16 stages become float32
+        return cls(name, network, resolve_device(device),
                    WordVocab(info["src_vocab"][4:]), WordVocab(info["tgt_vocab"][4:]))
 
     def _default_target_words(self, n_source: int) -> int:

@@ -1,0 +1,177 @@
+"""Corpus: many sentences at once (files or pasted lines), every head's statistics averaged
+over them with confidence intervals, span attention, and any sentence opened in Explore."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import viz
+from app_pages import widgets
+from app_pages.cache import get_corpus, get_model, limits
+from app_pages.common import (
+    chart,
+    explained_errors,
+    metric_name,
+    open_head,
+    random_weights_note,
+    settings,
+)
+from app_pages.events import selected_head
+from app_pages.markdown import literal
+from i18n import _
+from model.analysis.corpus import SPAN, Span, ranked_heads, sentence_values, summarise_heads
+from model.analysis.statistics import STATS
+from model.sentences import (
+    FORMATS,
+    SentenceLimits,
+    columns,
+    default_column,
+    read_sentences,
+    split_lines,
+)
+
+st.title(_("Corpus"))
+st.caption(_("Run many sentences at once: every head's statistics averaged over them, with a "
+             "95% confidence interval, and the attention between the tokens you choose. "
+             "Averages describe where heads look, not why a model decides."))
+bounds = limits()
+spec, device = settings()
+if not spec:
+    st.info(_("Type a Hugging Face hub id or a local checkpoint path in the sidebar."))
+    st.stop()
+with explained_errors(_("Could not load {model}: ").format(model=spec[:80])):
+    loaded = get_model(spec, device)
+random_weights_note(spec)
+
+sentence_limits = SentenceLimits(max_bytes=bounds.corpus_file_bytes,
+                                 max_sentences=bounds.corpus_sentences, max_chars=bounds.max_chars)
+files = st.file_uploader(
+    _("Sentence files"), type=[f.removeprefix(".") for f in FORMATS], key="cp_files",
+    accept_multiple_files=True, max_upload_size=max(1, bounds.corpus_file_bytes >> 20),
+    help=_("`.txt` or `.md`: one sentence per line. `.csv` or `.tsv`: a header row, and the "
+           "column you choose. `.jsonl`: one JSON object per line, and the field you choose. "
+           "UTF-8, or GB18030/GBK."))
+pasted = st.text_area(_("…or paste sentences, one per line"), key="cp_pasted", height=120,
+                      max_chars=bounds.max_chars,
+                      placeholder="the cat sat on the mat because it was tired\n"
+                                  "the dog sat on the sofa because it was hungry")
+st.caption(_("At most {sentences:,} sentences at once, files of at most {size:.0f} MB, and "
+             "{tokens:,} tokens per sentence.").format(
+    sentences=bounds.corpus_sentences, size=bounds.corpus_file_bytes / 2**20,
+    tokens=bounds.corpus_tokens))
+
+sentences: list[str] = []
+with explained_errors():
+    for index, upload in enumerate(files or []):
+        data = upload.getvalue()
+        column = None
+        found = columns(upload.name, data)
+        if found:
+            column = widgets.selectbox(
+                _("Column of {name}").format(name=upload.name), found,
+                index=found.index(default_column(found)), key=f"cp_column_{index}")
+        sentences += read_sentences(upload.name, data, column, sentence_limits)
+    sentences += split_lines(pasted or "")
+    if len(sentences) > bounds.corpus_sentences:
+        raise ValueError(_("{count:,} sentences together; this server runs at most {most:,} at "
+                           "once: remove some").format(count=len(sentences),
+                                                       most=bounds.corpus_sentences))
+if not sentences:
+    st.info(_("Upload a file or paste a few sentences, one per line, to begin."))
+    st.stop()
+
+with st.expander(_("Span attention (optional): from the tokens you choose to others")):
+    c1, c2 = st.columns(2)
+    queries = c1.text_input(_("Query tokens"), key="cp_queries", placeholder="it",
+                            help=_("A word, or words joined by | (a regular expression matched "
+                                   "against whole tokens, ignoring case)."))
+    keys = c2.text_input(_("Key tokens"), key="cp_keys", placeholder="cat|mat|dog",
+                         help=_("The tokens whose share of the queries' attention is measured."))
+    before = st.checkbox(_("Only keys before the query"), key="cp_before")
+span = Span(queries, keys, before) if queries.strip() or keys.strip() else None
+if span is not None:
+    with explained_errors():
+        span.compiled()
+
+with explained_errors():
+    lengths = [loaded.count_tokens(s).source for s in sentences]
+    longest = int(np.argmax(lengths))
+    if lengths[longest] > bounds.corpus_tokens:
+        raise ValueError(_("sentence {index} is {count:,} tokens long; this server runs "
+                           "sentences of at most {most:,} tokens: shorten it").format(
+            index=longest + 1, count=lengths[longest], most=bounds.corpus_tokens))
+request = (spec, device, tuple(sentences), span)
+if st.button(_("Run {count:,} sentences").format(count=len(sentences)), key="cp_run",
+             type="primary", icon=":material/play_arrow:"):
+    st.session_state["cp_request"] = request
+if st.session_state.get("cp_request") != request:
+    st.caption(_("{count:,} sentences ready ({tokens:,} tokens in all).").format(
+        count=len(sentences), tokens=sum(lengths)))
+    st.stop()
+
+with explained_errors():
+    table, skipped = get_corpus(spec, device, tuple(sentences), span)
+ran = len(np.unique(table["sentence"]))
+st.success(_("{ran:,} of {count:,} sentences ran on {model}.").format(
+    ran=ran, count=len(sentences), model=spec))
+if skipped:
+    with st.expander(_("{count:,} sentences left out").format(count=len(skipped))):
+        for index, message in skipped:
+            st.markdown(literal(f"{index + 1}. {sentences[index][:80]}: {message}"))
+if not ran:
+    st.stop()
+
+kinds = list(dict.fromkeys(table["kind"].tolist()))
+name = widgets.selectbox(_("Attention"), kinds, key="cp_kind")
+metrics = [m for m in (*STATS, *([SPAN] if span else []))
+           if not np.isnan(table[m][table["kind"] == name]).all()]
+metric = widgets.selectbox(_("Statistic"), metrics, key="cp_metric", format_func=metric_name)
+summary = summarise_heads(table, name, metric)
+description = (_(STATS[metric]) if metric in STATS else _(
+    "mean weight from the query tokens {queries} to the key tokens {keys}").format(
+    queries=span.queries, keys=span.keys))
+event = chart(viz.stats_heatmap(
+    summary.mean, metric_name(metric),
+    _("mean over {count:,} sentences · {description}").format(count=ran,
+                                                              description=description),
+    interval=(summary.low, summary.high), counts=summary.count),
+    key="cp_heatmap", on_select="rerun", selection_mode="points",
+    name=("corpus", name, metric))
+chosen = selected_head(event)
+n_layers, n_heads = summary.mean.shape
+if chosen is not None:
+    st.session_state["cp_layer"], st.session_state["cp_head"] = chosen
+
+st.subheader(_("Heads ranked by their mean"))
+ranked = pd.DataFrame(ranked_heads(summary))
+st.dataframe(ranked.rename(columns={
+    "layer": _("layer"), "head": _("head"), "mean": _("mean"), "low": _("95% CI low"),
+    "high": _("95% CI high"), "sentences": _("sentences")}), hide_index=True, height=240,
+    key="cp_ranked")
+
+st.subheader(_("Sentence by sentence"))
+c1, c2 = st.columns(2)
+layer = widgets.selectbox(_("Layer"), range(n_layers), key="cp_layer", container=c1)
+head = widgets.selectbox(_("Head"), range(n_heads), key="cp_head", container=c2)
+values = sentence_values(table, name, layer, head, metric, len(sentences))
+queries_per = np.zeros(len(sentences), int)
+rows = table["kind"] == name
+queries_per[table["sentence"][rows]] = table["queries"][rows]
+frame = pd.DataFrame({_("sentence"): sentences, _("tokens"): queries_per,
+                      f"{metric_name(metric)} · {layer} · {head}": values})
+frame.index = frame.index + 1
+st.caption(_("Select a row to open that sentence in Explore, at layer {layer}, head {head}.")
+           .format(layer=layer, head=head))
+picked = st.dataframe(frame, key="cp_table", on_select="rerun", selection_mode="single-row",
+                      height=320)
+if picked and picked.selection.rows:
+    row = picked.selection.rows[0]
+    if st.session_state.get("upload") is not None:
+        st.warning(_("A file is loaded in the sidebar: Explore shows it. Remove it (×) to open "
+                     "this sentence."))
+    elif st.button(_("Open sentence {index} in Explore").format(index=row + 1),
+                   key="cp_open", icon=":material/open_in_new:"):
+        st.session_state["text"] = sentences[row]
+        open_head(name, layer, head)
