@@ -105,3 +105,24 @@ def test_export_of_own_translator_has_consistent_shapes(tmp_path, translator):
         assert data["decoder.cross"].shape == (3, 4, T, S)
         meta = json.loads(str(data["meta"]))
         assert meta["model"] == "own-translator" and len(meta["steps"]) == T
+
+
+def test_the_recorded_training_stages_learn_the_alignment():
+    """Compare's training stages: at step 0 the cross-attention is spread evenly over the
+    source; the run's trained model aligns each Chinese word with the English word it
+    translates."""
+    from model.own.translator import Translator, training_stages
+
+    stages = training_stages()
+    assert stages[0] == 0 and len(stages) >= 3
+    entropies, aligned = [], []
+    for step in (stages[0], stages[-1]):
+        model = Translator.from_files(device="cpu", stage=step)
+        assert model.name == f"own-translator@step{step}"
+        trace = model.trace("the cat sat on the mat", target="猫 坐 在 垫子 上")
+        w = trace.mean_weights("decoder.cross", trace.layers("decoder.cross") - 1)
+        entropies.append(float(-(w * np.log(np.clip(w, 1e-12, 1))).sum(-1).mean()))
+        aligned.append([trace.source_tokens[k] for k in w.argmax(-1)])
+    assert entropies[0] > 0.9 * np.log(6) > entropies[1] * 4  # even at first, then sharp
+    # rows read <bos> 猫 坐 在 and write 猫 坐 在 垫子: cat, sat, on, mat
+    assert aligned[1][:4] == ["cat", "sat", "on", "mat"]

@@ -27,20 +27,21 @@ from ..device import resolve_device
 from .config import TransformerConfig
 from .corpus import make_corpus, vocabularies
 from .transformer import Transformer
-from .translator import CARD, WEIGHTS, Translator, stage_path
+from .translator import CARD, STAGES_DIR, WEIGHTS, Translator, stage_path
 from .vocab import WordVocab, split_words
 
 CONFIG = dict(d_model=128, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=512,
               dropout=0.1, max_len=64)
 # Optimiser steps after which the weights are kept as training stages (the last stage is the
 # trained model itself).
-STAGES = (0, 100, 300, 1000)
+STAGES = (0, 10, 30, 100)
 
 
 def _save_stage(net: Transformer, out_dir: Path, step: int) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    folder = out_dir / STAGES_DIR.name
+    folder.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().cpu().to(torch.float16).contiguous()
-               for k, v in net.state_dict().items()}, str(stage_path(step, out_dir)))
+               for k, v in net.state_dict().items()}, str(stage_path(step, folder)))
 
 
 def _batch(pairs, src_vocab: WordVocab, tgt_vocab: WordVocab, device):
@@ -72,9 +73,10 @@ def train(seed: int = 0, steps: int = 3000, batch_size: int = 64, warmup: int = 
           stages: tuple[int, ...] = STAGES) -> dict:
     """Train, evaluate on the held-out split, write weights and card; return the card.
 
-    ``stages``: optimiser steps after which the weights are also written, in float16, as
-    ``own-translator-step{N}.safetensors`` (:func:`stage_path`), so that the app can show
-    how cross-attention learns the alignment (0: the random initialisation)."""
+    ``stages``: optimiser steps after which the weights are also written, in float16, to
+    ``stages/step{N}.safetensors`` (:func:`stage_path`), with the final weights as the last
+    stage and ``stages/stages.json`` listing them, so that the app can show how
+    cross-attention learns the alignment (0: the random initialisation)."""
     started = time.perf_counter()
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -123,7 +125,11 @@ def train(seed: int = 0, steps: int = 3000, batch_size: int = 64, warmup: int = 
     net.eval()
     save_file({k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()},
               str(weights))
-    written = sorted(s for s in stages if s < steps)
+    _save_stage(net, out_dir, steps)
+    written = [*sorted(s for s in stages if s < steps), steps]
+    (out_dir / STAGES_DIR.name / "stages.json").write_text(json.dumps(
+        {"steps": written, "seed": seed, "final_loss": round(loss_tok.item(), 4)}, indent=1),
+        encoding="utf-8")
     card = {
         "config": cfg.to_dict(), "src_vocab": src_vocab.itos, "tgt_vocab": tgt_vocab.itos,
         "corpus": {"seed": seed, "n_train": len(corpus.train), "n_test": len(corpus.test)},
@@ -131,7 +137,7 @@ def train(seed: int = 0, steps: int = 3000, batch_size: int = 64, warmup: int = 
                      "factor": factor, "label_smoothing": label_smoothing,
                      "align_weight": align_weight, "device": str(device_t),
                      "seconds": round(train_seconds, 1), "torch": torch.__version__,
-                     "final_loss": round(loss_tok.item(), 4), "stages": written},
+                     "final_loss": round(loss_tok.item(), 4)},
     }
     card_path.write_text(json.dumps(card, ensure_ascii=False, indent=1), encoding="utf-8")
     model = Translator.from_files(weights, card_path, device=str(device_t))

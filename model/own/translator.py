@@ -39,16 +39,23 @@ CARD = WEIGHTS_DIR / "own-translator.json"
 TOP_K = 5
 
 
-def stage_path(step: int, folder: Path = WEIGHTS_DIR) -> Path:
-    """Where the weights after ``step`` optimiser steps of training are kept (float16)."""
-    return folder / f"own-translator-step{step}.safetensors"
+STAGES_DIR = WEIGHTS_DIR / "stages"
 
 
-def training_stages(folder: Path = WEIGHTS_DIR, card: Path = CARD) -> list[int]:
-    """The training steps whose weights are kept, the trained model's last: ``[0, ..., N]``."""
-    training = json.loads(card.read_text(encoding="utf-8"))["training"]
-    kept = [s for s in training.get("stages", []) if stage_path(s, folder).exists()]
-    return [*kept, training["steps"]]
+def stage_path(step: int, folder: Path = STAGES_DIR) -> Path:
+    """Where the weights after ``step`` optimiser steps of a recorded training run are kept
+    (float16)."""
+    return folder / f"step{step}.safetensors"
+
+
+def training_stages(folder: Path = STAGES_DIR) -> list[int]:
+    """The steps of the recorded training run whose weights are kept, ``[0, ..., N]`` (empty
+    when none are)."""
+    card = folder / "stages.json"
+    if not card.exists():
+        return []
+    steps = json.loads(card.read_text(encoding="utf-8"))["steps"]
+    return [s for s in steps if stage_path(s, folder).exists()]
 
 
 class Translator(OwnModel):
@@ -58,12 +65,12 @@ class Translator(OwnModel):
     def from_files(cls, weights: Path = WEIGHTS, card: Path = CARD,
                    device: str = "auto", stage: int | None = None) -> Translator:
         """Load the committed weights (safetensors) and their card (config, vocabularies);
-        ``stage``: the weights after that many training steps instead (see
-        :func:`training_stages`), named ``own-translator@step{stage}``."""
+        ``stage``: the weights of the recorded training run after that many steps instead
+        (see :func:`training_stages`), named ``own-translator@step{stage}``."""
         name = "own-translator"
         info = json.loads(card.read_text(encoding="utf-8")) if card.exists() else None
-        if stage is not None and info is not None and stage != info["training"]["steps"]:
-            weights, name = stage_path(stage, weights.parent), f"own-translator@step{stage}"
+        if stage is not None:
+            weights, name = stage_path(stage), f"own-translator@step{stage}"
         if not weights.exists() or info is None:
             raise ValueError(_("own-translator weights are missing ({file}); train them with "
                                "`python -m model.own.train`").format(file=weights))
