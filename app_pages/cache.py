@@ -28,7 +28,7 @@ import streamlit as st
 import model
 import viz
 from i18n import _, language
-from model.analysis.corpus import Span
+from model.analysis.corpus import Span, heads_by_change
 from model.analysis.lesson_math import dot_products, gradient_by_width, spread_by_width
 from model.analysis.rollout import rollout
 from model.analysis.statistics import head_stats, summary_of
@@ -480,6 +480,34 @@ def get_stage_trace(step: int, device: str, text: str, target: str | None):
     return _cached(("stage", step, device, text, target),
                    _("Running the model and capturing attention…"), _("tracing the text"),
                    lambda: _stage_model(step, device).trace(text, target=target))
+
+
+def get_token_counts(spec: str, device: str, sentences: tuple[str, ...]) -> np.ndarray:
+    """Tokens of each sentence under ``spec`` (its source tokens), counted by the tokenizer
+    alone and kept, so that a rerun of the Corpus page does not count them again."""
+    loaded = get_model(spec, device)
+    return _cached(("token_counts", spec, sentences), _("Counting tokens…"),
+                   _("counting tokens"), lambda: _readonly(np.array(
+                       [loaded.count_tokens(s).source for s in sentences], dtype=np.int64)))
+
+
+def get_head_changes(spec: str, device: str, first: str, second: str, name: str) -> list:
+    """Every head of kind ``name`` ranked by how much it changes from sentence ``first`` to
+    ``second`` (:func:`model.analysis.corpus.heads_by_change`, one layer at a time), kept
+    for every session."""
+    from app_pages.common import explained_errors
+
+    traces = [get_trace(spec, device, text) for text in (first, second)]
+    device = str(resolve_device(device))
+
+    def changes() -> list:
+        return heads_by_change((traces[0].layer_weights(name, layer),
+                                traces[1].layer_weights(name, layer))
+                               for layer in range(traces[0].layers(name)))
+
+    with explained_errors():
+        return _cached(("head_changes", spec, device, first, second, name),
+                       _("Comparing every head…"), _("comparing every head"), changes)
 
 
 def get_corpus(spec: str, device: str, sentences: tuple[str, ...], span: Span | None):

@@ -9,7 +9,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.cache import get_model, get_stage_trace, get_trace
+from app_pages.cache import get_head_changes, get_model, get_stage_trace, get_trace
 from app_pages.common import (
     DEFAULT_TEXT,
     chart,
@@ -22,7 +22,6 @@ from app_pages.common import (
 from app_pages.markdown import literal
 from i18n import N_, _
 from model import BUNDLED
-from model.analysis.corpus import heads_by_change
 from viz.compare import paired_labels
 
 MODES = {"sentences": N_("Two sentences"), "models": N_("Two models"),
@@ -103,7 +102,7 @@ if mode == "sentences":
             most=RANKED_TOKENS))
         st.stop()
     st.subheader(_("Heads ranked by how much they change"))
-    changed = heads_by_change(trace_a.stack(name), trace_b.stack(name))
+    changed = get_head_changes(spec, device, first, second, name)
     if not changed:
         st.success(_("No head changes: the two sentences give the same attention."))
     else:
@@ -134,12 +133,16 @@ elif mode == "models":
             name=("compare", model_spec, name, f"layer {layer}", f"head {head}"))
 
 else:
-    st.caption(_("own-translator's cross-attention at stages of its training, on the same "
-                 "sentence and target: at step 0 (random weights) it is spread evenly; step by "
-                 "step each Chinese word learns which English word it translates."))
+    st.caption(_("own-translator's cross-attention at stages of a recorded run of its "
+                 "training, on the same sentence and target: at step 0 (random weights) it is "
+                 "spread evenly; step by step each Chinese word learns which English word it "
+                 "translates."))
     from model.own.translator import training_stages
 
     stages = training_stages()
+    if not stages:
+        st.info(_("No training stages are kept here: `python -m model.own.train` records them."))
+        st.stop()
     c1, c2 = st.columns(2)
     source = c1.text_input(_("English sentence"), value="the cat sat on the mat",
                            key="cmp_stage_source", max_chars=500)
@@ -167,5 +170,7 @@ else:
             layer=layer, head=_("mean of the heads") if head < 0 else _("head {head}").format(
                 head=head))), key="cmp_stages", name=("compare", "stages", f"layer {layer}"))
     st.caption(_("Rows: the Chinese word being written (the decoder reads the word before it). "
-                 "Columns: the English words. Each panel is one stage; the last is the model "
-                 "the app uses."))
+                 "Columns: the English words. Each panel is one stage of the same run; its last "
+                 "stage is that run's trained model. The app's own-translator came from an "
+                 "earlier run of the same recipe, so its weights differ slightly from this "
+                 "run's."))

@@ -9,7 +9,7 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.cache import get_corpus, get_model, limits
+from app_pages.cache import get_corpus, get_model, get_token_counts, limits
 from app_pages.common import (
     chart,
     explained_errors,
@@ -20,6 +20,7 @@ from app_pages.common import (
 )
 from app_pages.events import selected_head
 from app_pages.markdown import literal
+from app_pages.navigation import PAGES
 from i18n import _
 from model.analysis.corpus import SPAN, Span, ranked_heads, sentence_values, summarise_heads
 from model.analysis.statistics import STATS
@@ -64,15 +65,20 @@ st.caption(_("At most {sentences:,} sentences at once, files of at most {size:.0
 
 sentences: list[str] = []
 with explained_errors():
-    for index, upload in enumerate(files or []):
+    for upload in files or []:
         data = upload.getvalue()
         column = None
         found = columns(upload.name, data)
-        if found:
+        if found:  # the choice is kept per file name: removing a file moves no choice
             column = widgets.selectbox(
                 _("Column of {name}").format(name=upload.name), found,
-                index=found.index(default_column(found)), key=f"cp_column_{index}")
-        sentences += read_sentences(upload.name, data, column, sentence_limits)
+                index=found.index(default_column(found)), key=f"cp_column_{upload.name}")
+        read = read_sentences(upload.name, data, column, sentence_limits)
+        if read.dropped:
+            st.caption(_("{name}: {count:,} rows have no text in {column} and are left "
+                         "out.").format(name=literal(upload.name), count=read.dropped,
+                                        column=literal(column)))
+        sentences += read.sentences
     sentences += split_lines(pasted or "")
     if len(sentences) > bounds.corpus_sentences:
         raise ValueError(_("{count:,} sentences together; this server runs at most {most:,} at "
@@ -96,19 +102,19 @@ if span is not None:
         span.compiled()
 
 with explained_errors():
-    lengths = [loaded.count_tokens(s).source for s in sentences]
+    lengths = get_token_counts(spec, device, tuple(sentences))
     longest = int(np.argmax(lengths))
     if lengths[longest] > bounds.corpus_tokens:
         raise ValueError(_("sentence {index} is {count:,} tokens long; this server runs "
                            "sentences of at most {most:,} tokens: shorten it").format(
-            index=longest + 1, count=lengths[longest], most=bounds.corpus_tokens))
+            index=longest + 1, count=int(lengths[longest]), most=bounds.corpus_tokens))
 request = (spec, device, tuple(sentences), span)
 if st.button(_("Run {count:,} sentences").format(count=len(sentences)), key="cp_run",
              type="primary", icon=":material/play_arrow:"):
     st.session_state["cp_request"] = request
 if st.session_state.get("cp_request") != request:
     st.caption(_("{count:,} sentences ready ({tokens:,} tokens in all).").format(
-        count=len(sentences), tokens=sum(lengths)))
+        count=len(sentences), tokens=int(lengths.sum())))
     st.stop()
 
 with explained_errors():
@@ -141,8 +147,11 @@ event = chart(viz.stats_heatmap(
     name=("corpus", name, metric))
 chosen = selected_head(event)
 n_layers, n_heads = summary.mean.shape
-if chosen is not None:
+# a click chooses the head below once: the chart keeps its selection over reruns, and the
+# boxes must stay free to change after it
+if chosen is not None and chosen != st.session_state.get("cp_clicked"):
     st.session_state["cp_layer"], st.session_state["cp_head"] = chosen
+st.session_state["cp_clicked"] = chosen
 
 st.subheader(_("Heads ranked by their mean"))
 ranked = pd.DataFrame(ranked_heads(summary))
@@ -162,16 +171,27 @@ queries_per[table["sentence"][rows]] = table["queries"][rows]
 frame = pd.DataFrame({_("sentence"): sentences, _("tokens"): queries_per,
                       f"{metric_name(metric)} · {layer} · {head}": values})
 frame.index = frame.index + 1
-st.caption(_("Select a row to open that sentence in Explore, at layer {layer}, head {head}.")
-           .format(layer=layer, head=head))
+st.caption(_("Select a row to open that sentence in another view, at layer {layer}, head "
+             "{head}.").format(layer=layer, head=head))
 picked = st.dataframe(frame, key="cp_table", on_select="rerun", selection_mode="single-row",
                       height=320)
-if picked and picked.selection.rows:
+if picked and picked.selection.rows and picked.selection.rows[0] < len(sentences):
     row = picked.selection.rows[0]
     if st.session_state.get("upload") is not None:
-        st.warning(_("A file is loaded in the sidebar: Explore shows it. Remove it (×) to open "
-                     "this sentence."))
-    elif st.button(_("Open sentence {index} in Explore").format(index=row + 1),
-                   key="cp_open", icon=":material/open_in_new:"):
+        st.warning(_("A file is loaded in the sidebar: the other views show it. Remove it (×) "
+                     "to open this sentence."))
+        st.stop()
+    views = {spec.path: spec for spec in PAGES if spec.reads_text}
+    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+    view = widgets.selectbox(_("View"), list(views), key="cp_view", container=c1,
+                             format_func=lambda path: _(views[path].title))
+    if c2.button(_("Open sentence {index}").format(index=row + 1), key="cp_open",
+                 icon=":material/open_in_new:"):
         st.session_state["text"] = sentences[row]
-        open_head(name, layer, head)
+        if view == "app_pages/explore.py":
+            open_head(name, layer, head)
+        for param, key, _type in views[view].link:  # the view's own kind, layer and head
+            value = {"kind": name, "layer": layer, "head": head}.get(param)
+            if value is not None:
+                st.session_state[key] = value
+        st.switch_page(view)

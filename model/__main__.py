@@ -182,7 +182,11 @@ def _corpus(args: argparse.Namespace) -> int:
     span = None if args.queries is None else Span(args.queries, args.keys, args.keys_before)
     resolve_device(args.device.strip())
     path = Path(args.input)
-    sentences = read_sentences(path.name, path.read_bytes(), args.column, UNLIMITED)
+    read = read_sentences(path.name, path.read_bytes(), args.column, UNLIMITED)
+    if read.dropped:
+        print(f"warning: {read.dropped} rows of {path.name} have no text in that column; "
+              f"left out", file=sys.stderr)
+    sentences = read.sentences
     with tqdm(total=len(sentences), unit="sentence", file=sys.stderr) as bar:
         def progress(done: int, total: int) -> None:
             bar.update(done - bar.n)

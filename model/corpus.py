@@ -20,23 +20,30 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from i18n import _
 
-from .analysis.corpus import Span, batch_statistics, batches, merge
+from .analysis.corpus import Span, batch_statistics, merge
+from .budget import Lengths
 
 ENGINES = ("local", "ray")
 BATCH_SIZE = 32
-MAX_BATCH_BYTES = 256 << 20  # one layer's weights of a batch, on the model's device
+MAX_BATCH_BYTES = 1 << 30  # what one batch may hold: its capture and its statistics
 
 
 def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZE,
-                 span: Span | None = None, progress: Callable[[int, int], None] | None = None
+                 span: Span | None = None, progress: Callable[[int, int], None] | None = None,
+                 max_batch_bytes: int = MAX_BATCH_BYTES
                  ) -> tuple[dict[str, np.ndarray], list[tuple[int, str]]]:
     """Statistics of every sentence with a loaded model, in this process.
 
-    A batch that fails (a sentence the model cannot read: too long, unknown words) is run
-    again one sentence at a time, and the sentences that still fail are left out.
+    Sentences run in consecutive batches of at most ``batch_size``, cut where a batch would
+    need more than ``max_batch_bytes`` (what the model's capture keeps per sentence, from
+    :meth:`~model.interface.LoadedModel.memory_needed`, and a few copies of a layer's padded
+    weights). A batch that fails with a sentence the model cannot read (too long, unknown
+    words) runs again one sentence at a time, and the sentences that still fail are left out;
+    a batch that runs out of memory runs again in halves.
 
     Returns:
         ``(table, skipped)``: the columns of :func:`model.analysis.corpus.batch_statistics`
@@ -49,23 +56,69 @@ def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZ
     sentences = list(sentences)
     if span is not None:
         span.compiled()  # a bad pattern is refused before anything runs
-    parts, skipped = [], []
-    for start, texts in batches(model.dims.n_heads, sentences, batch_size, MAX_BATCH_BYTES,
-                                progress):
+    parts: list = []
+    skipped: list[tuple[int, str]] = []
+    sizes: list[Lengths | None] = []
+    for index, text in enumerate(sentences):
         try:
-            parts.append((start, batch_statistics(model.attention_batch(list(texts)), span)))
+            sizes.append(model.count_tokens(text))
+        except (ValueError, TypeError) as error:
+            sizes.append(None)
+            skipped.append((index, str(error)))
+    done = len(skipped)
+    for start, stop in cut(model, sizes, batch_size, max_batch_bytes):
+        _run(model, sentences, start, stop, span, parts, skipped)
+        done += stop - start
+        if progress is not None:
+            progress(done, len(sentences))
+    return merge(sorted(parts, key=lambda part: part[0]), span), sorted(skipped)
+
+
+LAYER_COPIES = 8  # padded [sentence, head, query, key] tensors alive at once for statistics
+
+
+def cut(model, sizes: Sequence[Lengths | None], batch_size: int, budget: int):
+    """``(start, stop)`` of consecutive batches of the sentences whose ``sizes`` are known
+    (None: left out), at most ``batch_size`` each and within ``budget`` bytes."""
+    heads = model.dims.n_heads
+    start = 0
+    while start < len(sizes):
+        if sizes[start] is None:
+            start += 1
             continue
-        except ValueError as error:
-            if len(texts) == 1:
-                skipped.append((start, str(error)))
-                continue
-        for offset, text in enumerate(texts):  # find the sentences the model cannot read
-            try:
-                parts.append((start + offset,
-                              batch_statistics(model.attention_batch([text]), span)))
-            except ValueError as error:
-                skipped.append((start + offset, str(error)))
-    return merge(parts, span), skipped
+        stop, source, target = start, 0, 0
+        while stop < len(sizes) and stop - start < batch_size and sizes[stop] is not None:
+            source = max(source, sizes[stop].source)
+            target = max(target, sizes[stop].target)
+            longest = Lengths(source, target)
+            one = model.memory_needed(longest) + LAYER_COPIES * heads * longest.longest ** 2 * 4
+            if stop > start and (stop + 1 - start) * one > budget:
+                break
+            stop += 1
+        yield start, stop
+        start = stop
+
+
+def _run(model, sentences, start: int, stop: int, span, parts: list, skipped: list) -> None:
+    """Statistics of ``sentences[start:stop]`` into ``parts`` (or ``skipped``)."""
+    texts = sentences[start:stop]
+    try:
+        parts.append((start, batch_statistics(model.attention_batch(texts), span)))
+        return
+    except ValueError as error:
+        if len(texts) == 1:
+            skipped.append((start, str(error)))
+            return
+        for offset in range(len(texts)):  # find the sentences the model cannot read
+            _run(model, sentences, start + offset, start + offset + 1, span, parts, skipped)
+    except (torch.OutOfMemoryError, MemoryError):
+        if len(texts) == 1:
+            skipped.append((start, _("out of memory: this sentence alone needs more than the "
+                                     "device has")))
+            return
+        middle = start + len(texts) // 2
+        _run(model, sentences, start, middle, span, parts, skipped)
+        _run(model, sentences, middle, stop, span, parts, skipped)
 
 
 def run_corpus(spec: str, sentences: Sequence[str], *, engine: str = "local",
@@ -122,9 +175,10 @@ class _Worker:
     batches (each input row is one batch: its first index and its texts as JSON). A sentence
     left out comes back as one row with layer -1 and its message in ``error``."""
 
-    def __init__(self, spec: str, device: str, span: Span | None):
+    def __init__(self, spec: str, device: str, span: Span | None, threads: int):
         from . import load
 
+        torch.set_num_threads(threads)  # its share of the node's CPUs, not all of them
         self.model = load(spec, device=device)
         self.span = span
 
@@ -161,18 +215,24 @@ def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, wor
             root = Path(__file__).resolve().parent
             kwargs["runtime_env"] = {"py_modules": [str(root), str(root.parent / "i18n")]}
         ray.init(log_to_driver=False, **kwargs)
-    chunks = list(batches(1, sentences, batch_size, MAX_BATCH_BYTES))
+    chunks = [(start, sentences[start:start + batch_size])
+              for start in range(0, len(sentences), batch_size)]
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0)) if device != "cpu" else 0
+    cpus = max(1, int(resources.get("CPU", 1)))
     if workers is None:
-        workers = gpus or max(1, int(resources.get("CPU", 1)) // 2)
+        workers = gpus or max(1, cpus // 2)
+    if gpus:  # one GPU per actor: more actors than GPUs would wait for ever
+        workers = min(workers, gpus)
     workers = max(1, min(workers, len(chunks)))
+    threads = max(1, cpus // workers)
     data = ray.data.from_items([{"start": start, "texts": json.dumps(list(texts))}
                                 for start, texts in chunks])
     results = data.map_batches(
-        _Worker, fn_constructor_kwargs={"spec": spec, "device": device, "span": span},
+        _Worker, fn_constructor_kwargs={"spec": spec, "device": device, "span": span,
+                                        "threads": threads},
         batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
-        num_gpus=1 if gpus else 0, batch_format="numpy")
+        num_gpus=1 if gpus else 0, num_cpus=threads if not gpus else 1, batch_format="numpy")
     parts, skipped, done = [], [], set()
     for part in results.iter_batches(batch_size=None, batch_format="numpy"):
         errors = part.pop("error")
@@ -185,6 +245,8 @@ def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, wor
             progress(len(done), len(sentences))
     table = merge(parts, span)
     nothing_ran(table, skipped)
+    # every sentence's rows come from one batch, in kind, layer and head order: ordering by
+    # sentence alone (stably) restores the local table, whatever order batches came back in
     order = np.argsort(table["sentence"], kind="stable")
     return {key: value[order] for key, value in table.items()}, sorted(skipped)
 

@@ -38,6 +38,15 @@ class SentenceLimits:
     max_chars: int = 1000
 
 
+@dataclass(frozen=True)
+class SentenceFile:
+    """The sentences of one file, and how many rows held no text in the chosen column or
+    field (a row too short, a number or null): they are left out and counted."""
+
+    sentences: list[str]
+    dropped: int = 0
+
+
 UNLIMITED = SentenceLimits(max_bytes=1 << 62, max_sentences=1 << 62, max_chars=1 << 62)
 
 
@@ -89,10 +98,10 @@ def columns(name: str, data: bytes) -> list[str]:
         return []
     text, _encoding = decode_text(data, name)
     if fmt in TABLE_FORMATS:
-        header = next(_rows(text, fmt), None)
-        if not header:
+        rows = _table(text, fmt, name)
+        if not rows or not rows[0][1]:
             raise ValueError(_("{name} is empty").format(name=name))
-        return [h.strip() for h in header]
+        return [h.strip() for h in rows[0][1]]
     found: dict[str, None] = {}
     for _number, record in _records(text, name):
         found.update(dict.fromkeys(k for k, v in record.items() if isinstance(v, str)))
@@ -111,10 +120,10 @@ def default_column(found: list[str]) -> str | None:
 
 
 def read_sentences(name: str, data: bytes, column: str | None = None,
-                   limits: SentenceLimits = SentenceLimits()) -> list[str]:
+                   limits: SentenceLimits = SentenceLimits()) -> SentenceFile:
     """The sentences of one file: each non-blank line of plain text, each non-blank cell of
     ``column`` (CSV, TSV, JSON Lines; default :func:`default_column`), spaces around them
-    removed.
+    removed; rows without text there are counted in ``dropped``.
 
     Raises:
         ValueError: the file is too large, binary, not UTF-8 or GB18030 text, empty, has no
@@ -127,6 +136,7 @@ def read_sentences(name: str, data: bytes, column: str | None = None,
                            "{most:.1f} MB").format(name=name, size=len(data) / 2**20,
                                                    most=limits.max_bytes / 2**20))
     text, _encoding = decode_text(data, name)
+    dropped = 0
     if fmt in TEXT_FORMATS:
         numbered = list(enumerate(text.splitlines(), start=1))
     else:
@@ -136,10 +146,11 @@ def read_sentences(name: str, data: bytes, column: str | None = None,
             raise ValueError(_("{name} has no column {column}; it has {found}").format(
                 name=name, column=repr(column), found=", ".join(map(repr, found))))
         if fmt in TABLE_FORMATS:
-            numbered = _cells(text, fmt, found.index(column))
+            numbered = _cells(text, fmt, found.index(column), name)
         else:
             numbered = [(number, record.get(column)) for number, record in _records(text, name)]
-            numbered = [(n, v) for n, v in numbered if isinstance(v, str)]
+        dropped = sum(not isinstance(v, str) for _n, v in numbered)
+        numbered = [(n, v) for n, v in numbered if isinstance(v, str)]
     sentences = []
     for number, line in numbered:
         line = line.strip()
@@ -157,7 +168,7 @@ def read_sentences(name: str, data: bytes, column: str | None = None,
                 name=name, most=limits.max_sentences))
     if not sentences:
         raise ValueError(_("{name} holds no sentences").format(name=name))
-    return sentences
+    return SentenceFile(sentences, dropped if fmt not in TEXT_FORMATS else 0)
 
 
 def split_lines(text: str) -> list[str]:
@@ -165,27 +176,44 @@ def split_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _rows(text: str, fmt: str):
-    return csv.reader(io.StringIO(text), delimiter="\t" if fmt == ".tsv" else ",")
+def _table(text: str, fmt: str, name: str) -> list[tuple[int, list[str]]]:
+    """``(line, row)`` of every row of CSV (quotes as Excel writes them) or TSV (tabs only,
+    quotes kept as text)."""
+    if fmt == ".tsv":
+        reader = csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE)
+    else:
+        reader = csv.reader(io.StringIO(text))
+    rows = []
+    try:
+        for row in reader:
+            rows.append((reader.line_num, row))
+    except csv.Error as error:
+        raise ValueError(_("{name}, line {line} cannot be read as {format}: {error}").format(
+            name=name, line=reader.line_num, format=fmt.removeprefix(".").upper(),
+            error=error)) from None
+    return rows
 
 
-def _cells(text: str, fmt: str, index: int) -> list[tuple[int, str]]:
-    """``(line, cell)`` of column ``index`` of every row after the header."""
-    reader = _rows(text, fmt)
-    next(reader, None)
-    return [(reader.line_num, row[index]) for row in reader if len(row) > index]
+def _cells(text: str, fmt: str, index: int, name: str) -> list[tuple[int, str | None]]:
+    """``(line, cell)`` of column ``index`` of every row after the header (None where the
+    row is too short)."""
+    rows = _table(text, fmt, name)[1:]
+    return [(line, row[index] if len(row) > index else None) for line, row in rows if row]
 
 
 def _records(text: str, name: str):
-    """``(line, object)`` of each non-blank line of JSON Lines."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    """``(line, object)`` of each non-blank line of JSON Lines (lines end at ``\\n`` only:
+    JSON may hold U+2028 and other line separators unescaped)."""
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as error:
+        except (json.JSONDecodeError, RecursionError) as error:
+            reason = error.msg if isinstance(error, json.JSONDecodeError) else _(
+                "nested too deeply")
             raise ValueError(_("{name}, line {line} is not JSON: {error}").format(
-                name=name, line=number, error=error.msg)) from None
+                name=name, line=number, error=reason)) from None
         if not isinstance(record, dict):
             raise ValueError(_("{name}, line {line} is not a JSON object with fields").format(
                 name=name, line=number))

@@ -23,7 +23,7 @@ from model.corpus import corpus_table
 from model.hf import HFModel
 
 SENTENCES = ["The cat sat on the mat because it was tired.", "A dog slept.",
-             "The cat chased the mouse because it was hungry.", "it"]
+             "The cat chased the mouse because it was hungry.", "it", "it chased the cat"]
 
 
 def _single_run_table(model, sentences):
@@ -78,8 +78,8 @@ def test_the_own_model_runs_sentence_by_sentence_with_the_same_numbers():
 def test_batches_of_any_size_give_the_same_table(tiny_checkpoints):
     model = HFModel.load(str(tiny_checkpoints["llama"]), device="cpu")
     seen = []
-    one, _skipped = corpus_table(model, SENTENCES * 3, batch_size=1)
-    many, _skipped = corpus_table(model, SENTENCES * 3, batch_size=5,
+    one, _skipped = corpus_table(model, SENTENCES[:4] * 3, batch_size=1)
+    many, _skipped = corpus_table(model, SENTENCES[:4] * 3, batch_size=5,
                              progress=lambda done, total: seen.append((done, total)))
     assert seen == [(5, 12), (10, 12), (12, 12)]
     for key in one:
@@ -105,7 +105,7 @@ def test_span_attention_over_a_hand_built_batch_equals_a_direct_computation(tiny
                 rows = ((table["sentence"] == b) & (table["layer"] == layer)
                         & (table["head"] == head))
                 got = table[SPAN][rows][0]
-                if len(q_sel) == 0 or len(k_sel) == 0:
+                if not any(k < q for q in q_sel for k in k_sel):  # no key before any query
                     assert np.isnan(got)
                     continue
                 w = trace.weights("encoder.self", layer, head).astype(np.float64)
@@ -113,6 +113,19 @@ def test_span_attention_over_a_hand_built_batch_equals_a_direct_computation(tiny
                 assert got == pytest.approx(direct, abs=1e-6)
     assert not np.isnan(table[SPAN][table["sentence"] == 0]).any()  # "it" after "cat"
     assert np.isnan(table[SPAN][table["sentence"] == 3]).all()  # "it" alone: no key
+    assert np.isnan(table[SPAN][table["sentence"] == 4]).all()  # its only key comes after it
+
+
+def test_keys_before_the_query_apply_to_self_attention_only(tiny_checkpoints):
+    model = HFModel.load(str(tiny_checkpoints["bart"]), device="cpu")
+    batch = model.attention_batch(["it chased the cat"])
+    before = batch_statistics(batch, Span("it", "cat", before=True))
+    anywhere = batch_statistics(batch, Span("it", "cat"))
+    self_rows = before["kind"] == "encoder.self"
+    assert np.isnan(before[SPAN][self_rows]).all()  # "cat" comes after "it"
+    assert not np.isnan(anywhere[SPAN][self_rows]).any()
+    cross = before["kind"] == "decoder.cross"  # no "it" among the decoder's tokens here
+    np.testing.assert_array_equal(before[SPAN][cross], anywhere[SPAN][cross])
 
 
 def test_a_bad_pattern_is_refused_with_its_name():
@@ -140,11 +153,11 @@ def test_head_summaries_give_the_mean_and_a_t_interval_over_sentences():
 def test_a_pattern_compared_with_itself_differs_nowhere_and_ranks_no_head(tiny_checkpoints):
     model = HFModel.load(str(tiny_checkpoints["llama"]), device="cpu")
     stack = model.trace(SENTENCES[0]).stack("decoder.self")
-    assert heads_by_change(stack, stack.copy()) == []
+    assert heads_by_change(zip(stack, stack.copy())) == []
     assert js_divergence(stack, stack).max() == 0
     other = model.trace(SENTENCES[2]).stack("decoder.self")
     n = min(stack.shape[-1], other.shape[-1])
-    changed = heads_by_change(stack[..., :n, :n], other[..., :n, :n])
+    changed = heads_by_change(zip(stack[..., :n, :n], other[..., :n, :n]))
     assert changed and changed[0]["divergence"] >= changed[-1]["divergence"] > 0
 
 

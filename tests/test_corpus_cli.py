@@ -77,7 +77,8 @@ def test_bad_corpus_arguments_give_one_error_line(tiny_checkpoints, sentences_fi
 def test_a_local_ray_cluster_gives_the_same_table_as_this_process(tiny_checkpoints):
     ray = pytest.importorskip("ray")
     sentences = [line for line in LINES if line] * 3
-    spec = str(tiny_checkpoints["t5"])
+    sentences.insert(4, "the cat sat " * 60)  # longer than the model reads: left out
+    spec = str(tiny_checkpoints["bart"])
     span = Span("it", "cat|dog|mouse", before=True)
     local = run_corpus(spec, sentences, device="cpu", batch_size=4, span=span)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -96,3 +97,7 @@ def test_a_local_ray_cluster_gives_the_same_table_as_this_process(tiny_checkpoin
         else:
             assert on_ray[column].tolist() == local[column].tolist(), column
     assert set(local["kind"]) == {"encoder.self", "decoder.self", "decoder.cross"}
+    assert [i for i, _m in local.attrs["skipped"]] == [4]
+    assert on_ray.attrs["skipped"] == local.attrs["skipped"]
+    assert "reads at most 128" in local.attrs["skipped"][0][1]
+    assert 4 not in set(on_ray["sentence"])

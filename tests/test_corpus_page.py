@@ -37,7 +37,9 @@ def test_a_200_sentence_file_runs_with_progress_and_opens_a_sentence_in_explore(
     mean = plotly_array(heatmap["data"][0]["z"])
     assert mean.shape == (6, 12) and np.isfinite(mean).all()
     assert "mean over 200 sentences" in heatmap["layout"]["title"]["text"]
-    assert "95% CI" in heatmap["data"][0]["hovertemplate"] or heatmap["data"][0]["text"]
+    assert "%{text}" in heatmap["data"][0]["hovertemplate"]
+    assert heatmap["data"][0]["text"][0][0].startswith("95% CI ")
+    assert heatmap["data"][0]["text"][0][0].endswith(" · 200 sentences")
     ranked = at.dataframe[0].value
     assert len(ranked) == 72 and ranked.iloc[0, 2] >= ranked.iloc[-1, 2]
     table = at.dataframe(key="cp_table").value
@@ -45,9 +47,27 @@ def test_a_200_sentence_file_runs_with_progress_and_opens_a_sentence_in_explore(
 
     at.session_state["cp_table"] = {"selection": {"rows": [4], "columns": []}}
     at.run()
-    at.button(key="cp_open").click().run()
+    at.button(key="cp_open").click().run()  # Explore, the first view offered
     assert not at.exception
     assert at.session_state["text"] == SENTENCES[4]
+    assert at.session_state["layer"] == 0 and at.session_state["head"] == 0
+
+
+@pytest.mark.slow
+def test_a_row_opens_in_the_causal_mask_view_at_the_chosen_head():
+    at = _upload(_corpus(model_choice="minilm"),
+                 ("class.txt", "\n".join(SENTENCES[:5]).encode(), "text/plain"))
+    at.button(key="cp_run").click().run()
+    at.selectbox(key="cp_layer").set_value(3).run()
+    at.selectbox(key="cp_head").set_value(7).run()
+    at.session_state["cp_table"] = {"selection": {"rows": [2], "columns": []}}
+    at.run()
+    at.selectbox(key="cp_view").set_value("app_pages/mask.py").run()
+    at.button(key="cp_open").click().run()
+    assert not at.exception
+    assert at.session_state["text"] == SENTENCES[2]
+    assert (at.session_state["mask_layer"], at.session_state["mask_head"]) == (3, 7)
+    assert "Causal mask" in " ".join(t.value for t in at.title)
 
 
 @pytest.mark.slow
@@ -55,7 +75,7 @@ def test_a_csv_column_and_span_attention_run():
     rows = ["id,sentence,label"] + [f'{i},"The dog saw the cat, and it ran.",x' for i in range(30)]
     at = _upload(_corpus(model_choice="minilm", cp_queries="it", cp_keys="cat|dog"),
                  ("pairs.csv", "\n".join(rows).encode(), "text/csv"))
-    assert at.selectbox(key="cp_column_0").value == "sentence"
+    assert at.selectbox(key="cp_column_pairs.csv").value == "sentence"
     at.button(key="cp_run").click().run()
     assert not at.exception and not at.error, messages(at.error)
     at.selectbox(key="cp_metric").set_value("span").run()
@@ -64,17 +84,18 @@ def test_a_csv_column_and_span_attention_run():
         "text"]
     mass = plotly_array(heatmap["data"][0]["z"])
     assert ((mass > 0) & (mass < 1)).all()
-    at.selectbox(key="cp_column_0").set_value("label").run()  # another column: not run yet
+    at.selectbox(key="cp_column_pairs.csv").set_value("label").run()  # not run yet
     assert "30 sentences ready" in " ".join(c.value for c in at.caption)
 
 
 def test_pasted_lines_are_sentences_and_a_stale_column_choice_is_survived():
-    at = _corpus(cp_pasted="the cat sat on the mat\n\nthe dog slept\n", cp_column_0="gone")
+    at = _corpus(cp_pasted="the cat sat on the mat\n\nthe dog slept\n",
+                 **{"cp_column_d.jsonl": "gone"})
     assert not at.exception
     assert at.button(key="cp_run").label == "Run 2 sentences"
     data = json.dumps({"en": "the cat sat", "n": 1}).encode()
     _upload(at, ("d.jsonl", data, "application/json"))
-    assert not at.exception and at.selectbox(key="cp_column_0").value == "en"
+    assert not at.exception and at.selectbox(key="cp_column_d.jsonl").value == "en"
     assert at.button(key="cp_run").label == "Run 3 sentences"
 
 
@@ -147,3 +168,17 @@ def test_two_models_and_training_stages_are_drawn_and_survive_stale_values():
 
     panels = [a["text"] for a in grid["layout"]["annotations"] if a["text"].startswith("step")]
     assert panels == [f"step {s}" for s in training_stages()]
+
+
+@pytest.mark.slow
+def test_a_click_on_the_heatmap_chooses_the_head_once_and_the_boxes_stay_free():
+    at = _corpus(model_choice="minilm", cp_pasted="\n".join(SENTENCES[:3]))
+    at.button(key="cp_run").click().run()
+    at.session_state["cp_heatmap"] = {"selection": {"points": [{"customdata": [4, 9]}],
+                                                    "point_indices": [], "box": [],
+                                                    "lasso": []}}
+    at.run()
+    assert (at.selectbox(key="cp_layer").value, at.selectbox(key="cp_head").value) == (4, 9)
+    at.selectbox(key="cp_layer").set_value(1).run()  # the chart still holds its selection
+    assert not at.exception
+    assert at.selectbox(key="cp_layer").value == 1

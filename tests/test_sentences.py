@@ -19,24 +19,26 @@ from model.sentences import (
 
 def test_a_text_file_is_one_sentence_per_non_blank_line():
     data = "The cat sat.\n\n  A dog slept.  \r\n猫 坐 在 垫子 上\n".encode()
-    assert read_sentences("s.txt", data) == ["The cat sat.", "A dog slept.", "猫 坐 在 垫子 上"]
+    assert read_sentences("s.txt", data).sentences == ["The cat sat.", "A dog slept.",
+                                                       "猫 坐 在 垫子 上"]
     assert split_lines("a\n\n b \n") == ["a", "b"]
 
 
 def test_a_csv_column_is_read_with_quoted_commas_and_newlines():
     data = b'id,sentence,label\n1,"The cat sat, then slept.",x\n2,"Two\nlines",y\n3,,z\n'
     assert columns("d.csv", data) == ["id", "sentence", "label"]
-    assert read_sentences("d.csv", data) == ["The cat sat, then slept.", "Two\nlines"]
-    assert read_sentences("d.csv", data, "label") == ["x", "y", "z"]
+    assert read_sentences("d.csv", data).sentences == ["The cat sat, then slept.", "Two\nlines"]
+    assert read_sentences("d.csv", data, "label").sentences == ["x", "y", "z"]
 
 
 def test_a_tsv_and_a_jsonl_field_are_read():
-    assert read_sentences("d.tsv", b"text\tn\nA cat.\t1\nA dog.\t2\n") == ["A cat.", "A dog."]
+    assert read_sentences("d.tsv", b"text\tn\nA cat.\t1\nA dog.\t2\n").sentences == [
+        "A cat.", "A dog."]
     lines = [json.dumps({"en": "A cat.", "zh": "一只猫", "n": 1}), "",
              json.dumps({"en": "A dog.", "zh": "一只狗"})]
     data = "\n".join(lines).encode()
     assert columns("d.jsonl", data) == ["en", "zh"]
-    assert read_sentences("d.jsonl", data, "zh") == ["一只猫", "一只狗"]
+    assert read_sentences("d.jsonl", data, "zh").sentences == ["一只猫", "一只狗"]
     assert default_column(["id", "Text", "x"]) == "Text"
 
 
@@ -68,8 +70,25 @@ def test_limits_name_the_file_the_line_and_the_limit():
     with pytest.raises(ValueError, match="long.txt, line 2: 25 characters; a sentence may have "
                                          "at most 20"):
         read_sentences("long.txt", b"short\n" + b"x" * 25 + b"\n", limits=limits)
-    assert read_sentences("ok.txt", b"a\nb\nc\n", limits=limits) == ["a", "b", "c"]
+    assert read_sentences("ok.txt", b"a\nb\nc\n", limits=limits).sentences == ["a", "b", "c"]
 
 
 def test_gbk_text_from_chinese_windows_is_read():
     assert decode_text("猫坐在垫子上。".encode("gbk")) == ("猫坐在垫子上。", "GB18030")
+
+
+def test_rows_without_text_are_counted_and_odd_files_explained():
+    read = read_sentences("d.csv", b"id,text\n1,a cat\n2\n3,a dog\n")
+    assert read.sentences == ["a cat", "a dog"] and read.dropped == 1
+    data = b'{"text": "a cat"}\n{"text": 3}\n{"text": null}\n'
+    assert read_sentences("d.jsonl", data).dropped == 2
+    # JSON may hold a line separator unescaped: it is not the end of a line
+    assert read_sentences("d.jsonl", '{"text": "a\u2028b"}\n'.encode()).sentences == [
+        "a\u2028b"]
+    # a TSV keeps quotes as text
+    assert read_sentences("d.tsv", b'text\n"quoted" word\nnext\n').sentences == [
+        '"quoted" word', "next"]
+    with pytest.raises(ValueError, match="line 2 cannot be read as CSV"):
+        read_sentences("q.csv", b'text\n"' + b"x" * 200_000 + b"\n")
+    with pytest.raises(ValueError, match="line 1 is not JSON: nested too deeply"):
+        read_sentences("n.jsonl", b"[" * 100_000 + b"]" * 100_000 + b"\n")

@@ -34,7 +34,8 @@ def stats_heatmap(values, metric: str, description: str = "", interval=None,
         low, high = (np.asarray(a, dtype=float) for a in interval)
         n = np.zeros(values.shape, int) if counts is None else np.asarray(counts)
         text = np.vectorize(lambda a, b, c: _("95% CI {low:.3f} to {high:.3f} · {count} "
-                                              "sentences").format(low=a, high=b, count=c),
+                                              "sentences").format(low=a, high=b, count=c)
+                            if c >= 2 else _("{count} sentences: no interval").format(count=c),
                             otypes=[object])(low, high, n)
         extra = "<br>%{text}"
     fig = go.Figure(go.Heatmap(

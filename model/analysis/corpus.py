@@ -37,7 +37,8 @@ class Span:
     Attributes:
         queries, keys: regular expressions, matched case-insensitively against each whole
             token (its surrounding spaces and a WordPiece ``##`` left out): ``it``, ``cat|mat``.
-        before: keep only keys before each query (e.g. the nouns a pronoun may point back to).
+        before: keep only keys before each query (e.g. the nouns a pronoun may point back to);
+            self-attention only (cross-attention's queries and keys are different texts).
     """
 
     queries: str
@@ -90,7 +91,9 @@ def batch_statistics(batch: AttentionBatch, span: Span | None = None) -> dict[st
     per_kind = []
     for name in trace.names:
         n_q, n_k = batch.lengths(name)
-        spans = None if patterns is None else _span_masks(batch, name, patterns, span.before)
+        # "before the query" compares positions on one axis: self-attention only
+        spans = None if patterns is None else _span_masks(
+            batch, name, patterns, span.before and name.endswith(".self"))
         layers = [_statistics(batch.weights(name, layer), n_q, n_k, name.endswith(".self"),
                               spans) for layer in range(trace.layers(name))]
         per_kind.append((name, n_q, layers))
@@ -170,30 +173,8 @@ def _span_mass(w: torch.Tensor, spans, f64) -> torch.Tensor:
     mass = (w * pair[:, None].to(w.dtype)).sum(-1)  # [sentence, head, query]
     total = (mass * q_sel[:, None].to(w.dtype)).sum(-1, dtype=f64)
     n = q_sel.sum(-1).to(f64)[:, None]  # [sentence, 1]
-    found = (q_sel.any(-1) & k_sel.any(-1))[:, None]
+    found = pair.flatten(1).any(-1)[:, None]  # some query has some key to attend to
     return torch.where(found, total / n.clamp_min(1), torch.nan)
-
-
-def batches(heads: int, sentences: list[str], batch_size: int, max_batch_bytes: int,
-            progress=None):
-    """``(index of the first sentence, texts)`` of consecutive batches of at most
-    ``batch_size``, cut where a batch's weights of one layer (``heads`` heads) would pass
-    ``max_batch_bytes`` (tokens estimated by characters, which are never fewer); ``progress``
-    is called with ``(sentences done, sentences)`` after each batch is used."""
-    start, done = 0, 0
-    while start < len(sentences):
-        stop = start + 1
-        longest = len(sentences[start])
-        while stop < min(len(sentences), start + batch_size):
-            longest = max(longest, len(sentences[stop]))
-            if (stop + 1 - start) * heads * longest ** 2 * 4 > max_batch_bytes:
-                break
-            stop += 1
-        yield start, sentences[start:stop]
-        done += stop - start
-        if progress is not None:
-            progress(done, len(sentences))
-        start = stop
 
 
 def merge(parts: Sequence[tuple[int, dict[str, np.ndarray]]],
@@ -304,12 +285,13 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.maximum((kl(p) + kl(q)) / 2, 0.0)
 
 
-def heads_by_change(first, second, tolerance: float = 1e-9) -> list[dict]:
+def heads_by_change(layers, tolerance: float = 1e-9) -> list[dict]:
     """Heads ordered by how much their pattern changes between two runs of aligned tokens.
 
     Args:
-        first, second: ``[layer, head, query, key]`` of one kind for the two runs (equal
-            shapes: the two sentences have as many tokens).
+        layers: for each layer in order, the two runs' weights ``(first, second)``, each
+            ``[head, query, key]`` of equal shapes (the two sentences have as many tokens); one
+            layer is held at a time.
         tolerance: changes at most this large (floating-point noise) rank no head.
 
     Returns:
@@ -317,11 +299,11 @@ def heads_by_change(first, second, tolerance: float = 1e-9) -> list[dict]:
         Jensen–Shannon divergence of its rows, and the largest absolute difference of a
         weight), the most changed first.
     """
-    first, second = np.asarray(first), np.asarray(second)
-    divergence = js_divergence(first, second).mean(-1)  # [layer, head]
-    largest = np.abs(first.astype(np.float64) - second).max(axis=(-2, -1))
-    layer, head = np.nonzero(largest > tolerance)
-    order = np.argsort(-divergence[layer, head], kind="stable")
-    return [{"layer": int(layer[i]), "head": int(head[i]),
-             "divergence": float(divergence[layer[i], head[i]]),
-             "largest": float(largest[layer[i], head[i]])} for i in order]
+    found = []
+    for layer, (first, second) in enumerate(layers):
+        first, second = np.asarray(first), np.asarray(second)
+        divergence = js_divergence(first, second).mean(-1)  # [head]
+        largest = np.abs(first.astype(np.float64) - second).max(axis=(-2, -1))
+        found += [{"layer": layer, "head": int(h), "divergence": float(divergence[h]),
+                   "largest": float(largest[h])} for h in np.flatnonzero(largest > tolerance)]
+    return sorted(found, key=lambda row: -row["divergence"])
