@@ -130,10 +130,12 @@ if not ran:
     st.stop()
 
 kinds = list(dict.fromkeys(table["kind"].tolist()))
-name = widgets.selectbox(_("Attention"), kinds, key="cp_kind")
+c1, c2 = st.columns(2)
+name = widgets.selectbox(_("Attention"), kinds, key="cp_kind", container=c1)
 metrics = [m for m in (*STATS, *([SPAN] if span else []))
            if not np.isnan(table[m][table["kind"] == name]).all()]
-metric = widgets.selectbox(_("Statistic"), metrics, key="cp_metric", format_func=metric_name)
+metric = widgets.selectbox(_("Statistic"), metrics, key="cp_metric", format_func=metric_name,
+                           container=c2)
 summary = summarise_heads(table, name, metric)
 description = (_(STATS[metric]) if metric in STATS else _(
     "mean weight from the query tokens {queries} to the key tokens {keys}").format(
@@ -155,10 +157,12 @@ st.session_state["cp_clicked"] = chosen
 
 st.subheader(_("Heads ranked by their mean"))
 ranked = pd.DataFrame(ranked_heads(summary))
+three = st.column_config.NumberColumn(format="%.3f")
 st.dataframe(ranked.rename(columns={
     "layer": _("layer"), "head": _("head"), "mean": _("mean"), "low": _("95% CI low"),
     "high": _("95% CI high"), "sentences": _("sentences")}), hide_index=True, height=240,
-    key="cp_ranked")
+    key="cp_ranked", column_config={_(c): three for c in ("mean", "95% CI low",
+                                                           "95% CI high")})
 
 st.subheader(_("Sentence by sentence"))
 c1, c2 = st.columns(2)
@@ -174,7 +178,7 @@ frame.index = frame.index + 1
 st.caption(_("Select a row to open that sentence in another view, at layer {layer}, head "
              "{head}.").format(layer=layer, head=head))
 picked = st.dataframe(frame, key="cp_table", on_select="rerun", selection_mode="single-row",
-                      height=320)
+                      height=320, column_config={frame.columns[-1]: three})
 if picked and picked.selection.rows and picked.selection.rows[0] < len(sentences):
     row = picked.selection.rows[0]
     if st.session_state.get("upload") is not None:

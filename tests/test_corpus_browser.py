@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import chromium_page, served_app, wait_for_run
+from tests.helpers import chromium_page, selected, served_app, wait_for_run
 
 pytestmark = pytest.mark.slow
 
@@ -47,13 +47,18 @@ def test_a_batch_uploaded_in_chromium_is_drawn_and_a_row_opens_in_explore(
         box = grid.bounding_box()
         # the table's first row, on its row-selection column (the canvas's left edge)
         page.mouse.click(box["x"] + 12, box["y"] + 35 + 35 // 2 + 35 * 2)
-        opened = page.get_by_role("button", name="Open sentence 3 in Explore")
-        opened.wait_for(timeout=60_000)
+        opened = page.get_by_role("button", name="Open sentence 3")
+        try:
+            opened.wait_for(timeout=60_000)
+        except Exception:
+            page.screenshot(path=str(SHOTS / "corpus-row-not-selected.png"), full_page=True)
+            raise
+        assert selected(page, "View") == "Explore"
         opened.click()
         page.get_by_role("heading", name="Explore attention").wait_for(timeout=120_000)
         wait_for_run(page)
         assert page.get_by_label("Text", exact=True).input_value() == SENTENCES[2]
         ticks = " ".join(page.locator(".js-plotly-plot").first.locator(
-            ".xtick text").all_inner_texts())
+            ".xtick text").all_text_contents())
         assert "table" in ticks and "cat" in ticks
         page.screenshot(path=str(SHOTS / f"corpus-opened-{width}x{height}-{scheme}.png"))
