@@ -38,7 +38,7 @@ def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZ
                  ) -> tuple[dict[str, np.ndarray], list[tuple[int, str]]]:
     """Statistics of every sentence with a loaded model, in this process.
 
-    Sentences run in consecutive batches of at most ``batch_size``, cut where a batch would
+    Sentences run in batches of similar lengths, at most ``batch_size``, cut where a batch would
     need more than ``max_batch_bytes`` (what the model's capture keeps per sentence, from
     :meth:`~model.interface.LoadedModel.memory_needed`, and a few copies of a layer's padded
     weights). A batch that fails with a sentence the model cannot read (too long, unknown
@@ -66,28 +66,30 @@ def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZ
             sizes.append(None)
             skipped.append((index, str(error)))
     done = len(skipped)
-    for start, stop in cut(model, sizes, batch_size, max_batch_bytes):
-        _run(model, sentences, start, stop, span, parts, skipped)
+    # batches of similar lengths: less padding to run (rows are put back in order at the end)
+    order = sorted((i for i, size in enumerate(sizes) if size is not None),
+                   key=lambda i: (sizes[i].longest, i))
+    for start, stop in cut(model, [sizes[i] for i in order], batch_size, max_batch_bytes):
+        _run(model, sentences, order[start:stop], span, parts, skipped)
         done += stop - start
         if progress is not None:
             progress(done, len(sentences))
-    return merge(sorted(parts, key=lambda part: part[0]), span), sorted(skipped)
+    table = merge([(0, part) for part in parts], span)
+    rows = np.argsort(table["sentence"], kind="stable")  # each sentence's rows stay in order
+    return {key: value[rows] for key, value in table.items()}, sorted(skipped)
 
 
 LAYER_COPIES = 8  # padded [sentence, head, query, key] tensors alive at once for statistics
 
 
-def cut(model, sizes: Sequence[Lengths | None], batch_size: int, budget: int):
-    """``(start, stop)`` of consecutive batches of the sentences whose ``sizes`` are known
-    (None: left out), at most ``batch_size`` each and within ``budget`` bytes."""
+def cut(model, sizes: Sequence[Lengths], batch_size: int, budget: int):
+    """``(start, stop)`` of consecutive batches of sentences of ``sizes``, at most
+    ``batch_size`` each and within ``budget`` bytes."""
     heads = model.dims.n_heads
     start = 0
     while start < len(sizes):
-        if sizes[start] is None:
-            start += 1
-            continue
         stop, source, target = start, 0, 0
-        while stop < len(sizes) and stop - start < batch_size and sizes[stop] is not None:
+        while stop < len(sizes) and stop - start < batch_size:
             source = max(source, sizes[stop].source)
             target = max(target, sizes[stop].target)
             longest = Lengths(source, target)
@@ -99,26 +101,30 @@ def cut(model, sizes: Sequence[Lengths | None], batch_size: int, budget: int):
         start = stop
 
 
-def _run(model, sentences, start: int, stop: int, span, parts: list, skipped: list) -> None:
-    """Statistics of ``sentences[start:stop]`` into ``parts`` (or ``skipped``)."""
-    texts = sentences[start:stop]
+def _run(model, sentences, indices: list[int], span, parts: list, skipped: list) -> None:
+    """Statistics of the sentences at ``indices`` into ``parts`` (their ``sentence`` column
+    holding those indices), or their messages into ``skipped``."""
+    texts = [sentences[i] for i in indices]
     try:
-        parts.append((start, batch_statistics(model.attention_batch(texts), span)))
-        return
+        table = batch_statistics(model.attention_batch(texts), span)
     except ValueError as error:
         if len(texts) == 1:
-            skipped.append((start, str(error)))
+            skipped.append((indices[0], str(error)))
             return
-        for offset in range(len(texts)):  # find the sentences the model cannot read
-            _run(model, sentences, start + offset, start + offset + 1, span, parts, skipped)
+        for index in indices:  # find the sentences the model cannot read
+            _run(model, sentences, [index], span, parts, skipped)
+        return
     except (torch.OutOfMemoryError, MemoryError):
         if len(texts) == 1:
-            skipped.append((start, _("out of memory: this sentence alone needs more than the "
-                                     "device has")))
+            skipped.append((indices[0], _("out of memory: this sentence alone needs more than "
+                                          "the device has")))
             return
-        middle = start + len(texts) // 2
-        _run(model, sentences, start, middle, span, parts, skipped)
-        _run(model, sentences, middle, stop, span, parts, skipped)
+        middle = len(indices) // 2
+        _run(model, sentences, indices[:middle], span, parts, skipped)
+        _run(model, sentences, indices[middle:], span, parts, skipped)
+        return
+    table["sentence"] = np.asarray(indices)[table["sentence"]]
+    parts.append(table)
 
 
 def run_corpus(spec: str, sentences: Sequence[str], *, engine: str = "local",

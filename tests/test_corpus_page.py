@@ -78,6 +78,8 @@ def test_a_csv_column_and_span_attention_run():
     assert at.selectbox(key="cp_column_pairs.csv").value == "sentence"
     at.button(key="cp_run").click().run()
     assert not at.exception and not at.error, messages(at.error)
+    bar = at.get("progress")[0]
+    assert bar.value == 100 and "Ran 30 sentences" in bar.proto.text
     at.selectbox(key="cp_metric").set_value("span").run()
     heatmap = figures(at)[0]
     assert "from the query tokens it to the key tokens cat|dog" in heatmap["layout"]["title"][

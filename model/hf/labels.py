@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import weakref
 from collections.abc import Sequence
 
 from transformers.convert_slow_tokenizer import bytes_to_unicode
@@ -21,11 +22,29 @@ _BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 _VISIBLE = str.maketrans({"\n": "↵", "\t": "⇥", "\r": "␍"})
 
 
-def _decoder_kinds(tokenizer) -> set[str]:
-    """Decoder types of a fast tokenizer's pipeline (``ByteLevel``, ``Metaspace``, ...)."""
+_KINDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _decoder_kinds(tokenizer) -> frozenset[str]:
+    """Decoder types of a fast tokenizer's pipeline (``ByteLevel``, ``Metaspace``, ...), read
+    once per tokenizer: serialising the whole tokenizer to find them takes ~9 ms, which every
+    trace of a corpus paid."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
-        return set()
+        return frozenset()
+    try:
+        return _KINDS[backend]
+    except (KeyError, TypeError):
+        pass
+    kinds = _read_decoder_kinds(backend)
+    try:
+        _KINDS[backend] = kinds
+    except TypeError:  # not weakly referable: read it each time
+        pass
+    return kinds
+
+
+def _read_decoder_kinds(backend) -> frozenset[str]:
     kinds: set[str] = set()
 
     def walk(node):
@@ -39,7 +58,7 @@ def _decoder_kinds(tokenizer) -> set[str]:
                 walk(value)
 
     walk(json.loads(backend.to_str()).get("decoder"))
-    return kinds
+    return frozenset(kinds)
 
 
 def _token_bytes(raw: str, byte_level: bool) -> bytes:
