@@ -15,6 +15,7 @@ set ``RAY_ADDRESS``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -220,7 +221,11 @@ def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, wor
         if address:  # a remote cluster: send this package (and its catalog) with the work
             root = Path(__file__).resolve().parent
             kwargs["runtime_env"] = {"py_modules": [str(root), str(root.parent / "i18n")]}
-        ray.init(log_to_driver=False, **kwargs)
+        ray.init(log_to_driver=False, logging_level=logging.WARNING, **kwargs)
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False  # the caller's progress (tqdm, the page) is shown
+    context.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
     chunks = [(start, sentences[start:start + batch_size])
               for start in range(0, len(sentences), batch_size)]
     resources = ray.cluster_resources()

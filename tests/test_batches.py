@@ -173,3 +173,37 @@ def test_a_sentence_the_model_cannot_read_is_left_out_with_its_message():
                                           "the dog sat on the mat"], batch_size=3)
     assert sorted(set(table["sentence"].tolist())) == [0, 2]
     assert [i for i, _m in skipped] == [1] and "zebra" in skipped[0][1]
+
+
+def test_batches_hold_to_the_memory_budget_and_halve_when_memory_runs_out(tiny_checkpoints,
+                                                                          monkeypatch):
+    import torch
+
+    from model.budget import Lengths
+    from model.corpus import cut
+
+    model = HFModel.load(str(tiny_checkpoints["llama"]), device="cpu")
+    sizes = [Lengths(10)] * 7
+    one = model.memory_needed(Lengths(10)) + 8 * model.dims.n_heads * 10 ** 2 * 4
+    assert list(cut(model, sizes, 32, 3 * one)) == [(0, 3), (3, 6), (6, 7)]
+    assert list(cut(model, sizes, 2, 1 << 40)) == [(0, 2), (2, 4), (4, 6), (6, 7)]
+    assert list(cut(model, sizes, 32, 1)) == [(i, i + 1) for i in range(7)]  # one at least
+
+    expected, _skipped = corpus_table(model, SENTENCES, batch_size=8)
+    run = model.attention_batch
+    sizes_run = []
+
+    def small_device(texts):
+        sizes_run.append(len(texts))
+        if len(texts) > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return run(texts)
+
+    monkeypatch.setattr(model, "attention_batch", small_device)
+    table, skipped = corpus_table(model, SENTENCES, batch_size=8)
+    assert sizes_run == [5, 2, 3, 1, 2] and skipped == []  # halves, and halves again
+    for key in expected:
+        if expected[key].dtype.kind == "f":
+            np.testing.assert_allclose(table[key], expected[key], atol=1e-5, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(table[key], expected[key])
