@@ -512,8 +512,8 @@ def get_head_changes(spec: str, device: str, first: str, second: str, name: str)
 
 def get_corpus(spec: str, device: str, sentences: tuple[str, ...], span: Span | None):
     """The statistics of every sentence, kind, layer and head of ``spec`` on ``sentences``
-    (:func:`model.corpus.corpus_table`: ``(table, skipped)``), run in batches with a progress
-    bar and kept for every session."""
+    (:func:`model.corpus.corpus_table`): ``(table, skipped, tokens)``, run in batches with a
+    progress bar and kept for every session."""
     loaded = get_model(spec, device)
     key = ("corpus", spec, str(loaded.device), sentences, span)
     found, value = shared_cache().peek(key)
@@ -525,9 +525,13 @@ def get_corpus(spec: str, device: str, sentences: tuple[str, ...], span: Span | 
         bar.progress(done / total, text=_("Running the sentences… {done:,} of {total:,}").format(
             done=done, total=total))
 
-    result = shared_cache().get(key, lambda: _guarded(
-        _("running the sentences"), lambda: _readonly(corpus_table(
-            loaded, sentences, span=span, progress=progress))))
+    def run() -> tuple:
+        tokens: list = []
+        table, skipped = corpus_table(loaded, sentences, span=span, progress=progress,
+                                      tokens=tokens)
+        return _readonly((table, skipped, tuple(tokens)))
+
+    result = shared_cache().get(key, lambda: _guarded(_("running the sentences"), run))
     bar.progress(1.0, text=_("Ran {count:,} sentences.").format(count=len(sentences)))
     return result
 

@@ -118,7 +118,7 @@ if st.session_state.get("cp_request") != request:
     st.stop()
 
 with explained_errors():
-    table, skipped = get_corpus(spec, device, tuple(sentences), span)
+    table, skipped, tokens = get_corpus(spec, device, tuple(sentences), span)
 ran = len(np.unique(table["sentence"]))
 st.success(_("{ran:,} of {count:,} sentences ran on {model}.").format(
     ran=ran, count=len(sentences), model=spec))
@@ -172,7 +172,9 @@ values = sentence_values(table, name, layer, head, metric, len(sentences))
 queries_per = np.zeros(len(sentences), int)
 rows = table["kind"] == name
 queries_per[table["sentence"][rows]] = table["queries"][rows]
-frame = pd.DataFrame({_("sentence"): sentences, _("tokens"): queries_per,
+frame = pd.DataFrame({_("sentence"): sentences,
+                      _("tokens"): [" · ".join(t) if t else "" for t in tokens],
+                      _("length"): queries_per,
                       f"{metric_name(metric)} · {layer} · {head}": values})
 frame.index = frame.index + 1
 st.caption(_("Select a row to open that sentence in another view, at layer {layer}, head "

@@ -35,9 +35,13 @@ MAX_BATCH_BYTES = 1 << 30  # what one batch may hold: its capture and its statis
 
 def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZE,
                  span: Span | None = None, progress: Callable[[int, int], None] | None = None,
-                 max_batch_bytes: int = MAX_BATCH_BYTES
+                 max_batch_bytes: int = MAX_BATCH_BYTES, tokens: list | None = None
                  ) -> tuple[dict[str, np.ndarray], list[tuple[int, str]]]:
     """Statistics of every sentence with a loaded model, in this process.
+
+    ``tokens``: a list, filled in place with each sentence's tokens as the model read them
+    (the queries of its first attention kind: a decoder-only model's prompt, an
+    encoder's source), None for a sentence left out.
 
     Sentences run in batches of similar lengths, at most ``batch_size``, cut where a batch would
     need more than ``max_batch_bytes`` (what the model's capture keeps per sentence, from
@@ -57,6 +61,8 @@ def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZ
     sentences = list(sentences)
     if span is not None:
         span.compiled()  # a bad pattern is refused before anything runs
+    if tokens is not None:
+        tokens[:] = [None] * len(sentences)
     parts: list = []
     skipped: list[tuple[int, str]] = []
     sizes: list[Lengths | None] = []
@@ -71,7 +77,7 @@ def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZ
     order = sorted((i for i, size in enumerate(sizes) if size is not None),
                    key=lambda i: (sizes[i].longest, i))
     for start, stop in cut(model, [sizes[i] for i in order], batch_size, max_batch_bytes):
-        _run(model, sentences, order[start:stop], span, parts, skipped)
+        _run(model, sentences, order[start:stop], span, parts, skipped, tokens)
         done += stop - start
         if progress is not None:
             progress(done, len(sentences))
@@ -102,18 +108,21 @@ def cut(model, sizes: Sequence[Lengths], batch_size: int, budget: int):
         start = stop
 
 
-def _run(model, sentences, indices: list[int], span, parts: list, skipped: list) -> None:
+def _run(model, sentences, indices: list[int], span, parts: list, skipped: list,
+         tokens: list | None = None) -> None:
     """Statistics of the sentences at ``indices`` into ``parts`` (their ``sentence`` column
-    holding those indices), or their messages into ``skipped``."""
+    holding those indices), or their messages into ``skipped``; their tokens into
+    ``tokens``."""
     texts = [sentences[i] for i in indices]
     try:
-        table = batch_statistics(model.attention_batch(texts), span)
+        batch = model.attention_batch(texts)
+        table = batch_statistics(batch, span)
     except ValueError as error:
         if len(texts) == 1:
             skipped.append((indices[0], str(error)))
             return
         for index in indices:  # find the sentences the model cannot read
-            _run(model, sentences, [index], span, parts, skipped)
+            _run(model, sentences, [index], span, parts, skipped, tokens)
         return
     except (torch.OutOfMemoryError, MemoryError):
         if len(texts) == 1:
@@ -121,11 +130,14 @@ def _run(model, sentences, indices: list[int], span, parts: list, skipped: list)
                                           "the device has")))
             return
         middle = len(indices) // 2
-        _run(model, sentences, indices[:middle], span, parts, skipped)
-        _run(model, sentences, indices[middle:], span, parts, skipped)
+        _run(model, sentences, indices[:middle], span, parts, skipped, tokens)
+        _run(model, sentences, indices[middle:], span, parts, skipped, tokens)
         return
     table["sentence"] = np.asarray(indices)[table["sentence"]]
     parts.append(table)
+    if tokens is not None:
+        for index, trace in zip(indices, batch.traces):
+            tokens[index] = tuple(str(t) for t in trace.axes(trace.names[0])[0])
 
 
 def run_corpus(spec: str, sentences: Sequence[str], *, engine: str = "local",

@@ -169,8 +169,12 @@ def test_jensen_shannon_divergence_of_disjoint_rows_is_ln_2():
 
 def test_a_sentence_the_model_cannot_read_is_left_out_with_its_message():
     model = load("own-translator", device="cpu")
+    tokens: list = []
     table, skipped = corpus_table(model, ["the cat sat on the mat", "the zebra flew",
-                                          "the dog sat on the mat"], batch_size=3)
+                                          "the dog sat on the mat"], batch_size=3,
+                                  tokens=tokens)
+    assert tokens == [("the", "cat", "sat", "on", "the", "mat"), None,
+                      ("the", "dog", "sat", "on", "the", "mat")]
     assert sorted(set(table["sentence"].tolist())) == [0, 2]
     assert [i for i, _m in skipped] == [1] and "zebra" in skipped[0][1]
 

@@ -44,6 +44,9 @@ def test_a_200_sentence_file_runs_with_progress_and_opens_a_sentence_in_explore(
     assert len(ranked) == 72 and ranked.iloc[0, 2] >= ranked.iloc[-1, 2]
     table = at.dataframe(key="cp_table").value
     assert len(table) == 200 and table.iloc[0, 0] == SENTENCES[0]
+    tokens = table.iloc[0, 1].split(" · ")  # as minilm read it: [CLS] the cat number 0 …
+    assert tokens[:4] == ["[CLS]", "the", "cat", "number"] and tokens[-1] == "[SEP]"
+    assert table.iloc[0, 2] == len(tokens)
 
     at.session_state["cp_table"] = {"selection": {"rows": [4], "columns": []}}
     at.run()
