@@ -37,6 +37,7 @@ from model.budget import check_request, memory_guard
 from model.corpus import corpus_table
 from model.device import resolve_device
 from model.policy import Limits, LoadPolicy
+from model.sentences import SentenceFile, SentenceLimits, columns, read_sentences
 
 
 def nbytes(value: Any, _seen: set[int] | None = None) -> int:
@@ -480,6 +481,19 @@ def get_stage_trace(step: int, device: str, text: str, target: str | None):
     return _cached(("stage", step, device, text, target),
                    _("Running the model and capturing attention…"), _("tracing the text"),
                    lambda: _stage_model(step, device).trace(text, target=target))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def get_columns(name: str, data: bytes) -> list[str]:
+    """:func:`model.sentences.columns` of an uploaded file, read once, not on every rerun."""
+    return columns(name, data)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def get_sentence_file(name: str, data: bytes, column: str | None,
+                      limits_: SentenceLimits) -> SentenceFile:
+    """:func:`model.sentences.read_sentences` of an uploaded file, read once per column."""
+    return read_sentences(name, data, column, limits_)
 
 
 def get_token_counts(spec: str, device: str, sentences: tuple[str, ...]) -> np.ndarray:

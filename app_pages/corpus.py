@@ -9,7 +9,14 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.cache import get_corpus, get_model, get_token_counts, limits
+from app_pages.cache import (
+    get_columns,
+    get_corpus,
+    get_model,
+    get_sentence_file,
+    get_token_counts,
+    limits,
+)
 from app_pages.common import (
     chart,
     explained_errors,
@@ -27,9 +34,7 @@ from model.analysis.statistics import STATS
 from model.sentences import (
     FORMATS,
     SentenceLimits,
-    columns,
     default_column,
-    read_sentences,
     split_lines,
 )
 
@@ -68,12 +73,12 @@ with explained_errors():
     for upload in files or []:
         data = upload.getvalue()
         column = None
-        found = columns(upload.name, data)
+        found = get_columns(upload.name, data)
         if found:  # the choice is kept per file name: removing a file moves no choice
             column = widgets.selectbox(
                 _("Column of {name}").format(name=upload.name), found,
                 index=found.index(default_column(found)), key=f"cp_column_{upload.name}")
-        read = read_sentences(upload.name, data, column, sentence_limits)
+        read = get_sentence_file(upload.name, data, column, sentence_limits)
         if read.dropped:
             st.caption(_("{name}: {count:,} rows have no text in {column} and are left "
                          "out.").format(name=literal(upload.name), count=read.dropped,

@@ -94,16 +94,25 @@ def columns(name: str, data: bytes) -> list[str]:
         ValueError: the file cannot be read (see :func:`read_sentences`).
     """
     fmt = file_format(name)
-    if fmt in TEXT_FORMATS:
-        return []
+    return [] if fmt in TEXT_FORMATS else _columns(name, fmt, _parsed(name, fmt, data)[1])
+
+
+def _parsed(name: str, fmt: str, data: bytes) -> tuple[str, list]:
+    """The file's text and, for CSV/TSV, its ``(line, row)`` rows (the header first), for
+    JSON Lines its ``(line, object)`` records; read once."""
     text, _encoding = decode_text(data, name)
+    if fmt in TEXT_FORMATS:
+        return text, []
+    return text, _table(text, fmt, name) if fmt in TABLE_FORMATS else list(_records(text, name))
+
+
+def _columns(name: str, fmt: str, parsed: list) -> list[str]:
     if fmt in TABLE_FORMATS:
-        rows = _table(text, fmt, name)
-        if not rows or not rows[0][1]:
+        if not parsed or not parsed[0][1]:
             raise ValueError(_("{name} is empty").format(name=name))
-        return [h.strip() for h in rows[0][1]]
+        return [h.strip() for h in parsed[0][1]]
     found: dict[str, None] = {}
-    for _number, record in _records(text, name):
+    for _number, record in parsed:
         found.update(dict.fromkeys(k for k, v in record.items() if isinstance(v, str)))
     if not found:
         raise ValueError(_("{name} has no field holding text").format(name=name))
@@ -135,20 +144,22 @@ def read_sentences(name: str, data: bytes, column: str | None = None,
         raise ValueError(_("{name} is {size:.1f} MB; this server reads files of at most "
                            "{most:.1f} MB").format(name=name, size=len(data) / 2**20,
                                                    most=limits.max_bytes / 2**20))
-    text, _encoding = decode_text(data, name)
+    text, parsed = _parsed(name, fmt, data)
     dropped = 0
     if fmt in TEXT_FORMATS:
         numbered = list(enumerate(text.splitlines(), start=1))
     else:
-        found = columns(name, data)
+        found = _columns(name, fmt, parsed)
         column = default_column(found) if column is None else column
         if column not in found:
             raise ValueError(_("{name} has no column {column}; it has {found}").format(
                 name=name, column=repr(column), found=", ".join(map(repr, found))))
         if fmt in TABLE_FORMATS:
-            numbered = _cells(text, fmt, found.index(column), name)
+            index = found.index(column)  # rows after the header; None where a row is short
+            numbered = [(line, row[index] if len(row) > index else None)
+                        for line, row in parsed[1:] if row]
         else:
-            numbered = [(number, record.get(column)) for number, record in _records(text, name)]
+            numbered = [(number, record.get(column)) for number, record in parsed]
         dropped = sum(not isinstance(v, str) for _n, v in numbered)
         numbered = [(n, v) for n, v in numbered if isinstance(v, str)]
     sentences = []
@@ -168,7 +179,7 @@ def read_sentences(name: str, data: bytes, column: str | None = None,
                 name=name, most=limits.max_sentences))
     if not sentences:
         raise ValueError(_("{name} holds no sentences").format(name=name))
-    return SentenceFile(sentences, dropped if fmt not in TEXT_FORMATS else 0)
+    return SentenceFile(sentences, dropped)
 
 
 def split_lines(text: str) -> list[str]:
@@ -192,13 +203,6 @@ def _table(text: str, fmt: str, name: str) -> list[tuple[int, list[str]]]:
             name=name, line=reader.line_num, format=fmt.removeprefix(".").upper(),
             error=error)) from None
     return rows
-
-
-def _cells(text: str, fmt: str, index: int, name: str) -> list[tuple[int, str | None]]:
-    """``(line, cell)`` of column ``index`` of every row after the header (None where the
-    row is too short)."""
-    rows = _table(text, fmt, name)[1:]
-    return [(line, row[index] if len(row) > index else None) for line, row in rows if row]
 
 
 def _records(text: str, name: str):
