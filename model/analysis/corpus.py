@@ -13,11 +13,11 @@ corpus is a description, not an explanation.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import re2
 import torch
 
 from i18n import _
@@ -28,6 +28,11 @@ from .statistics import STATS
 
 COLUMNS = ("sentence", "kind", "layer", "head", "queries", *STATS)  # one row per head
 SPAN = "span"  # the column of span attention, when a span is asked for
+# User patterns run on a shared server: RE2 matches in time linear in the token's length (no
+# backtracking, so ``(a+)+$`` cannot freeze it), and a pattern is at most this long and its
+# compiled program at most this large.
+MAX_PATTERN = 200
+PATTERN_MEMORY = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -45,24 +50,45 @@ class Span:
     keys: str
     before: bool = False
 
-    def compiled(self) -> tuple[re.Pattern, re.Pattern]:
-        """Both patterns compiled.
+    def compiled(self) -> tuple[re2._Regexp, re2._Regexp]:
+        """Both patterns compiled by RE2 (linear-time matching, case ignored).
 
         Raises:
-            ValueError: a pattern is empty or not a regular expression (the message says which).
+            ValueError: a pattern is empty, longer than :data:`MAX_PATTERN`, or not a
+                regular expression RE2 reads (back-references and look-arounds are not; the
+                message says which pattern and why).
         """
-        out = []
-        for what, pattern in ((_("the query pattern"), self.queries),
-                              (_("the key pattern"), self.keys)):
-            if not pattern.strip():
-                raise ValueError(_("{what} is empty: give a word, or words joined by |").format(
-                    what=what))
-            try:
-                out.append(re.compile(pattern.strip(), re.IGNORECASE))
-            except re.error as error:
-                raise ValueError(_("{what} {pattern} is not a regular expression: {error}").format(
-                    what=what, pattern=repr(pattern), error=error)) from None
-        return out[0], out[1]
+        return (compile_pattern(self.queries, _("the query pattern")),
+                compile_pattern(self.keys, _("the key pattern")))
+
+
+def compile_pattern(pattern: str, what: str) -> re2._Regexp:
+    """A user's pattern compiled by RE2, case ignored; ``what`` names it in messages.
+
+    Raises:
+        ValueError: empty, too long, too large once compiled, or not a pattern RE2 reads.
+    """
+    pattern = pattern.strip()
+    if not pattern:
+        raise ValueError(_("{what} is empty: give a word, or words joined by |").format(
+            what=what))
+    if len(pattern) > MAX_PATTERN:
+        raise ValueError(_("{what} has {count:,} characters; patterns have at most {most}: "
+                           "shorten it").format(what=what, count=len(pattern), most=MAX_PATTERN))
+    options = re2.Options()
+    options.case_sensitive = False
+    options.log_errors = False
+    options.max_mem = PATTERN_MEMORY
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as error:
+        reason = error.args[0] if error.args else error
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ValueError(_("{what} {pattern} is not a regular expression this server reads "
+                           "(words, |, groups, classes and repeats; no back-references or "
+                           "look-arounds): {error}").format(
+            what=what, pattern=repr(pattern[:40]), error=reason)) from None
 
 
 def token_text(token: str) -> str:
@@ -70,7 +96,7 @@ def token_text(token: str) -> str:
     return token.strip().removeprefix("##")
 
 
-def matches(pattern: re.Pattern, tokens: Sequence[str]) -> np.ndarray:
+def matches(pattern: re2._Regexp, tokens: Sequence[str]) -> np.ndarray:
     """Which ``tokens`` the pattern matches whole: bool ``[token]``."""
     return np.array([pattern.fullmatch(token_text(t)) is not None for t in tokens], dtype=bool)
 
