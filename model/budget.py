@@ -10,7 +10,9 @@ The estimate follows what the code holds at its peak, in three parts:
   as torch tensors while they are copied into the trace (as much again as kept); fused
   attention materialises at most one layer's ``[head, query, key]`` scores and weights.
 - **page**: one layer of every head computed for a page (the layer view: weights, their
-  logits and exponentials, the pooled float64 copy), :data:`PAGE_BYTES_PER_CELL` per cell.
+  logits and exponentials, the pooled float64 copy), :data:`PAGE_BYTES_PER_CELL` per cell,
+  and the page's figures (:data:`PAGE_FIGURES`: each chart is bounded by
+  :data:`FIGURE_BYTES`, long inputs drawn in blocks).
 
 Estimates are upper bounds of the measured peaks (``python -m bench.request_memory``); the
 peak of a request is ``kept + max(forward, page)`` plus activations, masks and token strings,
@@ -34,8 +36,15 @@ FLOAT32 = 4
 PAGE_BYTES_PER_CELL = 20
 # Bytes per [query, key] cell of one head held by fused attention in the forward pass.
 FORWARD_BYTES_PER_CELL = 2 * FLOAT32
-# Bytes of any request besides its attention: token strings, figures' scaffolding.
-OVERHEAD = 32 * 1024 ** 2
+# The most one chart may send to the browser (the app refuses a larger one with a message);
+# its figures are bounded well below it (a head drawn in at most 256 × 256 cells: under 1 MB).
+FIGURE_BYTES = 8 << 20
+# A page's figures as the server holds them: up to four charts of a head each (drawn in at most
+# 256 × 256 cells, float32: under 1 MB sent), each as Plotly objects, its JSON and Streamlit's
+# message (about three copies), with room to spare.
+PAGE_FIGURES = 16 * 1024 ** 2
+# Bytes of any request besides its attention: token strings, scaffolding, and its figures.
+OVERHEAD = 16 * 1024 ** 2 + PAGE_FIGURES
 # Measured peaks vary from run to run (the allocator, threads): the estimate adds a quarter.
 MARGIN = 1.25
 

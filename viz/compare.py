@@ -7,10 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from i18n import _
+from i18n import N_, _
 
-from .labels import axis_ticks, escape
+from .heatmap import PLOT_WIDTH_PX, _cell_names, _check_pooled, _pooled
+from .labels import axis_ticks, escape, labels_that_fit
 from .style import DIVERGING_SCALE, themed
+
+HOVER_SIDE = 64  # past this many rows or columns, cells are drawn without gaps
 
 
 def paired_labels(first: Sequence[str], second: Sequence[str]) -> list[str]:
@@ -21,34 +24,57 @@ def paired_labels(first: Sequence[str], second: Sequence[str]) -> list[str]:
     return [a if a == b else f"{a} → {b}" for a, b in zip(first, second)]
 
 
+DIFFERENCE_HOVER = N_("%{customdata}<br>difference %{z:+.3f}<extra></extra>")
+POSITION_DIFFERENCE_HOVER = N_("query row %{y}<br>key column %{x}<br>difference %{z:+.3f}"
+                               "<extra></extra>")
+BLOCK_DIFFERENCE_HOVER = N_("query block %{y}<br>key block %{x}<br>difference %{z:+.3f}"
+                            "<extra></extra>")
+
+
 def difference_heatmap(difference, query_labels: Sequence[str], key_labels: Sequence[str], *,
-                       title: str = "", subtitle: str = "") -> go.Figure:
+                       title: str = "", subtitle: str = "", max_side: int = 256,
+                       factors: tuple[int, int] | None = None) -> go.Figure:
     """``second − first`` of two heads' weights, ``[query, key]``: red where the second
     sentence (or model) attends more, blue where less, white where nothing changed; the
     colour scale is symmetric about 0 and at least ±0.1 wide, so noise stays pale.
 
+    Long inputs are drawn in blocks of tokens as :func:`viz.attention_heatmap` draws them
+    (pooling is linear, so the difference of two pooled heads is the pooled difference), and
+    a large figure names its cells by row and column and sends float32: the figure stays as
+    small as the head's.
+
     Args:
-        difference: ``[query, key]`` differences of weights (each in -1..1).
-        query_labels, key_labels: the rows' and columns' labels (see :func:`paired_labels`).
+        difference: ``[query, key]`` differences of weights (each in -1..1), or already
+            pooled by ``factors`` (tokens per query block, per key block).
+        query_labels, key_labels: the rows' and columns' labels, one per token (see
+            :func:`paired_labels`).
+        max_side: longest axis drawn cell by cell when ``factors`` is not given.
     """
-    difference = np.asarray(difference, dtype=float)
-    if difference.shape != (len(query_labels), len(key_labels)):
-        raise ValueError(f"a {difference.shape} difference for {len(query_labels)} × "
-                         f"{len(key_labels)} labels")
-    rows, cols = escape(query_labels), escape(key_labels)
+    difference = _check_pooled(np.asarray(difference, dtype=float), query_labels, key_labels,
+                               factors)
+    difference, _allowed, rows, cols, note = _pooled(difference, None, list(query_labels),
+                                                     list(key_labels), max_side, factors)
+    subtitle = "<br>".join(part for part in (note, subtitle) if part)
     top = max(0.1, float(np.nanmax(np.abs(difference))) if difference.size else 0.1)
-    hover = np.array([[f"{q} → {k}" for k in cols] for q in rows], dtype=object)
+    names = _cell_names(rows, cols)
+    if names is None:
+        customdata, hover = None, BLOCK_DIFFERENCE_HOVER if note else POSITION_DIFFERENCE_HOVER
+        difference = difference.astype(np.float32)
+    else:
+        customdata = np.array([[f"{q} → {k}" for k in escape(cols)] for q in escape(rows)],
+                              dtype=object)
+        hover = DIFFERENCE_HOVER
     fig = go.Figure(go.Heatmap(
-        z=difference, x=list(range(len(cols))), y=list(range(len(rows))), customdata=hover,
+        z=difference, x=list(range(len(cols))), y=list(range(len(rows))), customdata=customdata,
         colorscale=DIVERGING_SCALE, reversescale=True, zmid=0, zmin=-top, zmax=top,
-        colorbar={"title": {"text": _("difference")}},
-        hovertemplate="%{customdata}<br>" + _("difference") + " %{z:+.3f}<extra></extra>",
-        xgap=1, ygap=1))
+        colorbar={"title": {"text": _("difference")}}, hovertemplate=_(hover),
+        xgap=1 if len(cols) <= HOVER_SIDE else 0, ygap=1 if len(rows) <= HOVER_SIDE else 0))
     heading = f"{title}<br><sup>{subtitle}</sup>" if subtitle else title
-    fig.update_layout(title={"text": heading}, height=max(360, 160 + 26 * len(rows)),
-                      margin={"t": 100})
+    cell = max(3, min(26, 640 // max(1, len(rows))))
+    fig.update_layout(title={"text": heading}, height=max(360, 160 + cell * len(rows)),
+                      margin={"t": 100 + 20 * subtitle.count("<br>")})
     fig.update_xaxes(title_text=_("key (attended to)"), side="bottom", tickangle=-45,
-                     **axis_ticks(list(key_labels)))
+                     **axis_ticks(cols, labels_that_fit(PLOT_WIDTH_PX)))
     fig.update_yaxes(title_text=_("query (attending)"), autorange="reversed",
-                     **axis_ticks(list(query_labels)))
+                     **axis_ticks(rows, labels_that_fit(cell * len(rows))))
     return themed(fig)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -18,7 +20,7 @@ def stats_heatmap(values, metric: str, description: str = "", interval=None,
     Args:
         values: the metric per layer and head (NaN where it does not apply).
         metric: the metric's name, for the colour bar and hover.
-        description: a subtitle.
+        description: a subtitle, plain text (user patterns in it are shown as typed).
         interval: ``(low, high)``, each ``[layer, head]``: a confidence interval of each
             value (a mean over sentences), shown in the hover.
         counts: ``[layer, head]``: the sentences each value averages, shown in the hover.
@@ -45,6 +47,7 @@ def stats_heatmap(values, metric: str, description: str = "", interval=None,
         + " %{z:.3f}" + extra + "<extra></extra>", xgap=1, ygap=1))
     fig.add_trace(click_targets([(lay, hd, lay, hd) for lay in range(n_layers)
                                  for hd in range(n_heads)], size=14))
+    description = html.escape(description, quote=False)  # plain text: never a link or a tag
     fig.update_layout(title={"text": f"{metric}<br><sup>{description}</sup>" if description
                              else metric, "y": 1, "yref": "container", "yanchor": "top",
                              "pad": {"t": 12}},
