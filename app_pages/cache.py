@@ -6,8 +6,11 @@ Traces are immutable, so every session and rerun is served the same object: noth
 or unpickled per rerun (``st.cache_data`` would copy each time: 183 MB for a 2,000-token smollm2
 trace). The cache is bounded by the bytes it holds, not by a number of entries, and the least
 recently used results go first. At most ``concurrent_runs`` traces or analyses are computed at
-once, and a result that another session is already computing is waited for, not computed
-twice.
+once (:class:`Slots`: handed out in the order they were asked for, at most one per session), and
+a result that another session is already computing is waited for, not computed twice. Long runs
+(a corpus, every layer of an analysis) take a slot for each batch or layer and give it back in
+between, so that a short request asked meanwhile is served after one batch; a run whose session
+has gone (its tab closed) stops at its next batch (:class:`Cancelled`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import ctypes
 import ctypes.util
 import sys
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
@@ -73,6 +76,121 @@ class _Pending:
         self.language = ""  # of the session computing it: its error's message is in it
 
 
+class Cancelled(Exception):  # noqa: N818 (what happened, not an error of the user's)
+    """The session that asked for a long run has gone (its tab closed): the run stopped at
+    its next batch. Whoever else waited for the same result computes it again."""
+
+
+def session_id() -> str | None:
+    """The Streamlit session this thread runs for (None outside a session: the API, tests)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return None if ctx is None else ctx.session_id
+
+
+def session_active(session: str | None) -> bool:
+    """Whether ``session`` still has a browser connected (True outside a server)."""
+    from streamlit.runtime import Runtime
+
+    if session is None or not Runtime.exists():
+        return True
+    return Runtime.instance().is_active_session(session)
+
+
+class Slots:
+    """``n`` compute slots, handed out in the order they were asked for, at most one per
+    session at a time: a session that asks again while it holds one (another tab's run is
+    another session) waits behind the others instead of taking a second.
+
+    A long run takes a slot per batch (:meth:`hold`) and gives it back in between, so that
+    whoever asked meanwhile is served first.
+    """
+
+    POLL = 0.25  # seconds between calls of ``waiting`` and checks that the session is there
+
+    def __init__(self, n: int):
+        self.n = max(1, n)
+        self._cond = threading.Condition()
+        self._queue: deque[tuple[object, Hashable]] = deque()  # (ticket, owner), in order
+        self._holders: dict[Hashable, int] = {}  # owner -> slots held
+
+    @property
+    def held(self) -> int:
+        with self._cond:
+            return sum(self._holders.values())
+
+    @property
+    def queued(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    def _ahead(self, ticket: object) -> int | None:
+        """How many requests are before ``ticket`` in the queue; None when it may take a slot
+        now (a free slot, and no earlier request that may take it; a request whose session
+        holds a slot already waits for that one)."""
+        free = self.n - sum(self._holders.values())
+        busy = set(self._holders)
+        ahead = 0
+        for queued, owner in self._queue:
+            if owner not in busy and free > 0:
+                if queued is ticket:
+                    return None
+                free -= 1
+                busy.add(owner)
+            if queued is ticket:
+                return ahead
+            ahead += 1
+        return ahead
+
+    @contextmanager
+    def hold(self, owner: Hashable | None = None,
+             waiting: Callable[[int], None] | None = None,
+             cancelled: Callable[[], bool] | None = None) -> Iterator[None]:
+        """Hold a slot for the block.
+
+        Args:
+            owner: who asks (a session id; None: nobody else's, a slot of its own).
+            waiting: called with the number of requests ahead, now and then while it waits
+                (outside the lock: it may draw on the page, or raise to give up).
+            cancelled: whether to give up; checked while waiting (raises :class:`Cancelled`).
+        """
+        ticket = object()
+        owner = ticket if owner is None else owner
+        with self._cond:
+            self._queue.append((ticket, owner))
+        try:
+            while True:
+                with self._cond:
+                    ahead = self._ahead(ticket)
+                    if ahead is None:
+                        self._queue.remove((ticket, owner))
+                        self._holders[owner] = self._holders.get(owner, 0) + 1
+                        break
+                    self._cond.wait(self.POLL)
+                    ahead = self._ahead(ticket)
+                    if ahead is None:
+                        continue
+                if cancelled is not None and cancelled():
+                    raise Cancelled()
+                if waiting is not None:
+                    waiting(ahead)
+        except BaseException:
+            with self._cond:
+                if (ticket, owner) in self._queue:
+                    self._queue.remove((ticket, owner))
+                self._cond.notify_all()
+            raise
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._holders[owner] -= 1
+                if not self._holders[owner]:
+                    del self._holders[owner]
+                self._cond.notify_all()
+
+
 class SharedCache:
     """A least-recently-used cache bounded by bytes, shared by every session, that computes each
     key once and at most ``workers`` computations at a time.
@@ -80,7 +198,7 @@ class SharedCache:
     Whoever asks for a key being computed waits and gets the same result (or the same error),
     even when the result is too large to keep. A computation may ask the cache again (an
     analysis asking for its trace): a thread that holds a worker slot does not wait for
-    another.
+    another. Slots go to sessions in the order they asked (:class:`Slots`).
 
     Args:
         max_bytes: the most it holds; a result larger than this is returned but not kept.
@@ -92,7 +210,7 @@ class SharedCache:
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._running: dict[Hashable, _Pending] = {}
-        self._workers = threading.BoundedSemaphore(max(1, workers))
+        self.slots = Slots(workers)
         self._held = threading.local()
 
     @property
@@ -115,8 +233,16 @@ class SharedCache:
             return False, None
 
     @contextmanager
-    def slot(self) -> Iterator[None]:
-        """Hold one of the worker slots for a computation (at once if this thread holds one)."""
+    def slot(self, waiting: Callable[[int], None] | None = None,
+             stop_when_gone: bool = False) -> Iterator[None]:
+        """Hold one of the worker slots for a computation (at once if this thread holds one),
+        as this thread's session (:func:`session_id`).
+
+        Args:
+            waiting: called with the requests ahead while it waits (see :meth:`Slots.hold`).
+            stop_when_gone: raise :class:`Cancelled` instead of computing when the session
+                has no browser any more (a long run's next batch).
+        """
         depth = getattr(self._held, "depth", 0)
         if depth:
             self._held.depth = depth + 1
@@ -125,15 +251,22 @@ class SharedCache:
             finally:
                 self._held.depth = depth
             return
-        with self._workers:
+        session = session_id()
+        gone = (lambda: not session_active(session)) if stop_when_gone else None
+        if gone is not None and gone():
+            raise Cancelled()
+        with self.slots.hold(session, waiting=waiting, cancelled=gone):
             self._held.depth = 1
             try:
                 yield
             finally:
                 self._held.depth = 0
 
-    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """The cached value of ``key``, else ``compute()`` (once, whoever asks meanwhile)."""
+    def get(self, key: Hashable, compute: Callable[[], Any], slot: bool = True) -> Any:
+        """The cached value of ``key``, else ``compute()`` (once, whoever asks meanwhile).
+
+        ``slot``: compute in a worker slot; False for a long run that takes one per batch
+        itself (:meth:`slot`)."""
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
@@ -145,15 +278,20 @@ class SharedCache:
         if not mine:
             pending.done.wait()
             if pending.error is not None:
+                if isinstance(pending.error, Cancelled):  # its session left: ours has not
+                    return self.get(key, compute, slot)
                 if pending.language != language():
                     # its message is in the other session's language: fail in ours (errors
                     # are not kept, so this computes again, once per language at most)
-                    return self.get(key, compute)
+                    return self.get(key, compute, slot)
                 raise pending.error
             return pending.value
         pending.language = language()
         try:
-            with self.slot():
+            if slot:
+                with self.slot():
+                    pending.value = compute()
+            else:
                 pending.value = compute()
             self._put(key, pending.value)
         except BaseException as error:
@@ -524,28 +662,56 @@ def get_head_changes(spec: str, device: str, first: str, second: str, name: str)
                        _("Comparing every head…"), _("comparing every head"), changes)
 
 
+def corpus_key(spec: str, device: str, sentences: tuple[str, ...], span: Span | None) -> tuple:
+    """The shared cache's key of a corpus run (the device resolved)."""
+    return ("corpus", spec, str(resolve_device(device)), sentences, span)
+
+
+def find_corpus(spec: str, device: str, sentences: tuple[str, ...], span: Span | None):
+    """The result of :func:`get_corpus` when the shared cache holds it (a run of this session
+    before a reload, or another's), else None; nothing runs."""
+    found, value = shared_cache().peek(corpus_key(spec, device, sentences, span))
+    return value if found else None
+
+
 def get_corpus(spec: str, device: str, sentences: tuple[str, ...], span: Span | None):
     """The statistics of every sentence, kind, layer and head of ``spec`` on ``sentences``
     (:func:`model.corpus.corpus_table`): ``(table, skipped, tokens)``, run in batches with a
-    progress bar and kept for every session."""
+    progress bar and kept for every session.
+
+    Each batch takes a compute slot and gives it back, so that others' short requests are
+    served between batches; while it waits, the bar says how many requests are ahead; a run
+    whose session has gone stops at its next batch (:class:`Cancelled`)."""
     loaded = get_model(spec, device)
-    key = ("corpus", spec, str(loaded.device), sentences, span)
+    key = corpus_key(spec, device, sentences, span)
     found, value = shared_cache().peek(key)
     if found:
         return value
     bar = st.progress(0.0, text=_("Running {count:,} sentences…").format(count=len(sentences)))
+    done = [0]
 
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / total, text=_("Running the sentences… {done:,} of {total:,}").format(
-            done=done, total=total))
+    def progress(finished: int, total: int) -> None:
+        done[0] = finished
+        bar.progress(finished / total, text=_(
+            "Running the sentences… {done:,} of {total:,}").format(done=finished, total=total))
+
+    def waiting(ahead: int) -> None:
+        bar.progress(done[0] / len(sentences), text=_(
+            "Waiting for a free slot: {ahead:,} requests ahead in the queue ({done:,} of "
+            "{total:,} sentences done)").format(ahead=ahead, done=done[0],
+                                              total=len(sentences)))
+
+    def each_batch():
+        return shared_cache().slot(waiting=waiting, stop_when_gone=True)
 
     def run() -> tuple:
         tokens: list = []
         table, skipped = corpus_table(loaded, sentences, span=span, progress=progress,
-                                      tokens=tokens)
+                                      tokens=tokens, batch=each_batch)
         return _readonly((table, skipped, tuple(tokens)))
 
-    result = shared_cache().get(key, lambda: _guarded(_("running the sentences"), run))
+    result = shared_cache().get(key, lambda: _guarded(_("running the sentences"), run),
+                                slot=False)
     bar.progress(1.0, text=_("Ran {count:,} sentences.").format(count=len(sentences)))
     return result
 
