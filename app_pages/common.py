@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import plotly.graph_objects as go
+import plotly.io
 import streamlit as st
 
 import i18n
@@ -20,7 +21,7 @@ from app_pages.markdown import literal
 from i18n import N_, _
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
-from model.budget import check_analysis, token_budget
+from model.budget import FIGURE_BYTES, check_analysis, size, token_budget
 from model.errors import listed
 from model.sentences import decode_text
 from viz import export, present
@@ -66,6 +67,14 @@ MAX_UPLOAD_MB = 1  # also server.maxUploadSize in .streamlit/config.toml
 
 SHARED_KEYS = ("model_choice", "model_other", "device", "text", "target", "lang", "present",
                "palette")
+# Pages' widgets whose values outlive a visit to another page (what a user typed or chose on
+# Compare and Corpus); a reload keeps what the page's link carries.
+KEPT_KEYS = ("cmp_mode", "cmp_a", "cmp_b", "cmp_kind", "cmp_layer", "cmp_head", "cmp_text",
+             "cmp_model_b", "cmp_ma_kind", "cmp_ma_layer", "cmp_ma_head", "cmp_mb_kind",
+             "cmp_mb_layer", "cmp_mb_head", "cmp_stage_source", "cmp_stage_target",
+             "cmp_stage_layer", "cmp_stage_head",
+             "cp_pasted", "cp_queries", "cp_keys", "cp_before", "cp_kind", "cp_metric",
+             "cp_layer", "cp_head", "cp_view")
 PALETTES = {  # what colours weights: the default, or a colour-blind-safe scale
     "default": N_("Blues (default)"),
     "cividis": N_("Cividis (colour-blind safe)"),
@@ -95,10 +104,10 @@ def sidebar(with_text: bool = True) -> None:
     # Streamlit forgets a widget's value after a run that does not draw it (the Translate and
     # Positions pages hide the text). Writing the values back makes them plain session state,
     # which lasts until the widget is drawn again.
-    for key in SHARED_KEYS:
+    for key in (*SHARED_KEYS, *KEPT_KEYS):
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
-    from app_pages.cache import limits, policy
+    from app_pages.cache import policy
 
     with st.sidebar:
         widgets.radio(_("Language"), list(i18n.LANGUAGES), key="lang", horizontal=True,
@@ -124,8 +133,10 @@ def sidebar(with_text: bool = True) -> None:
                           placeholder=_("e.g. gpt2, ./my-checkpoint, ~/models/tiny.gguf"))
         if with_text:
             uploaded = st.session_state.get("upload") is not None
-            st.text_area(_("Text"), **_initial("text", DEFAULT_TEXT), key="text", height=100,
-                         disabled=uploaded, max_chars=limits().max_chars,
+            # no max_chars: the browser would cut a long paste silently; the page refuses a
+            # text over the limit with a message and keeps it in the box (load_run)
+            st.text_area(_("Text"), **initial("text", DEFAULT_TEXT), key="text", height=100,
+                         disabled=uploaded,
                          help=_("Type or paste text (Ctrl+Enter to apply); it is tokenised as "
                                 "the model does. While a file is loaded, the file is analysed "
                                 "instead."))
@@ -135,7 +146,6 @@ def sidebar(with_text: bool = True) -> None:
                                     "file is loaded it replaces the box above; remove it (×) to "
                                     "type again."))
             st.text_input(_("Target text (encoder-decoder models, optional)"), key="target",
-                          max_chars=limits().max_chars,
                           placeholder=_("e.g. 猫 坐 在 垫子 上"),
                           help=_("The output the decoder is fed word by word (teacher forcing). "
                                  "Leave it empty to trace the model's own output. For "
@@ -144,7 +154,7 @@ def sidebar(with_text: bool = True) -> None:
                       help=_("auto runs on CUDA when this machine has a GPU, else on the CPU."))
 
 
-def _initial(key: str, value) -> dict:
+def initial(key: str, value) -> dict:
     """A widget's default, given only while session state (a link, an earlier run) holds no
     value for it: Streamlit warns when a widget gets both."""
     return {} if key in st.session_state else {"value": value}
@@ -327,7 +337,10 @@ def load_run() -> Run:
     state_limits(loaded, bounds)
     random_weights_note(spec)
     if not text.strip():
-        st.info(_("Type some text in the sidebar to see its attention."))
+        st.info(_("The uploaded file {name} holds no text: upload another, or remove it (×) to "
+                  "type in the sidebar.").format(name=literal(upload.name))
+                if upload is not None else
+                _("Type some text in the sidebar to see its attention."))
         st.stop()
     if loaded.family is not Family.ENCODER_DECODER:
         target = None
@@ -409,6 +422,16 @@ def shown_figure(figure, share: float = 1.0):
     return figure
 
 
+MAX_FIGURE_BYTES = FIGURE_BYTES  # the most one chart sends; a larger one is refused
+
+
+def figure_bytes(figure) -> int:
+    """The bytes of ``figure`` (a ``go.Figure`` or its dict) as sent to the browser (JSON)."""
+    if isinstance(figure, go.Figure):
+        return len(figure.to_json(validate=False))
+    return len(plotly.io.to_json(figure, validate=False))
+
+
 def chart(figure, *, key: str, container=st, name: tuple = (),
           table: Callable[[], bytes] | None = None, share: float = 1.0, **kwargs):
     """``st.plotly_chart`` with the app's toolbar and an Export menu (PNG, SVG, PDF rendered on
@@ -423,6 +446,13 @@ def chart(figure, *, key: str, container=st, name: tuple = (),
             fitting its labels in presentation mode.
     """
     figure = shown_figure(figure, share)
+    sent = figure_bytes(figure)
+    if sent > MAX_FIGURE_BYTES:  # refused here: Streamlit would show its raw size error
+        container.warning(_("This chart would send {size} to the browser; this server sends "
+                            "at most {most} a chart. Shorten the text, or choose a smaller "
+                            "view.").format(size=size(sent), most=size(MAX_FIGURE_BYTES)),
+                          icon=":material/block:")
+        return None
     stem = export_name(*(name or (key,)))
     config = {**CHART_CONFIG, "toImageButtonOptions": {
         "format": "png", "scale": export.IMAGE_SCALE, "filename": stem}}

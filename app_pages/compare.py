@@ -9,15 +9,26 @@ import streamlit as st
 
 import viz
 from app_pages import widgets
-from app_pages.cache import get_head_changes, get_model, get_stage_trace, get_trace
+from app_pages.cache import (
+    get_head_changes,
+    get_head_view,
+    get_model,
+    get_stage_trace,
+    get_trace,
+    limits,
+)
 from app_pages.common import (
     DEFAULT_TEXT,
+    Run,
+    RunKey,
     chart,
     describe_error,
     explained_errors,
+    initial,
     kind_selector,
     random_weights_note,
     settings,
+    within,
 )
 from app_pages.markdown import literal
 from i18n import N_, _
@@ -29,27 +40,39 @@ MODES = {"sentences": N_("Two sentences"), "models": N_("Two models"),
 PAIR = ("the cat sat on the mat because it was tired",
         "the dog sat on the sofa because it was tired")
 RANKED_TOKENS = 256  # longest input whose heads are all compared (every layer and head)
+HEAD_SIDE = 256  # cells a side of each heatmap, as in Explore: longer inputs in blocks
+STAGE_CHARS = 500  # the training stages' sentence and target (own-translator's short sentences)
 
 st.title(_("Compare"))
 mode = widgets.radio(_("Compare"), list(MODES), key="cmp_mode", horizontal=True,
                      format_func=lambda m: _(MODES[m]), label_visibility="collapsed")
 
 
-def _trace(spec: str, device: str, text: str, target: str | None = None):
+def _trace(spec: str, device: str, text: str, target: str | None = None) -> Run:
     with explained_errors(_("Could not load {model}: ").format(model=spec[:80])):
-        get_model(spec, device)
+        loaded = get_model(spec, device)
     if not text.strip():
         st.info(_("Type a sentence to compare."))
         st.stop()
+    key = RunKey(spec, device, text, target)
     with explained_errors(describe=describe_error(spec)):
-        return get_trace(spec, device, text, target)
+        return Run(key, loaded, get_trace(*key))
 
 
-def _head(trace, name: str, layer: int, head: int, title: str):
+def _pooled_head(run: Run, name: str, layer: int, head: int) -> tuple:
+    """One head as drawn, ``(weights, factors)``: exact up to :data:`HEAD_SIDE` tokens a
+    side, else pooled where the model ran (the figure stays as small as Explore's)."""
+    with explained_errors():
+        return get_head_view(run, name, layer, head, HEAD_SIDE)
+
+
+def _head(run: Run, name: str, layer: int, head: int, title: str):
+    trace = run.trace
     q_tokens, k_tokens = trace.axes(name)
+    weights, factors = _pooled_head(run, name, layer, head)
     return viz.attention_heatmap(
-        trace.weights(name, layer, head), list(q_tokens), list(k_tokens),
-        allowed=trace.mask(name, layer), title=title, special=trace.special(name))
+        weights, list(q_tokens), list(k_tokens), allowed=trace.mask(name, layer), title=title,
+        special=trace.special(name), factors=factors, max_side=HEAD_SIDE)
 
 
 def _layer_head(trace, name: str, prefix: str, container=st) -> tuple[int, int]:
@@ -71,16 +94,20 @@ if mode == "sentences":
         st.stop()
     random_weights_note(spec)
     c1, c2 = st.columns(2)
-    first = c1.text_input(_("Sentence A"), value=PAIR[0], key="cmp_a", max_chars=2000)
-    second = c2.text_input(_("Sentence B"), value=PAIR[1], key="cmp_b", max_chars=2000)
-    trace_a, trace_b = _trace(spec, device, first), _trace(spec, device, second)
+    first = c1.text_input(_("Sentence A"), **initial("cmp_a", PAIR[0]), key="cmp_a")
+    second = c2.text_input(_("Sentence B"), **initial("cmp_b", PAIR[1]), key="cmp_b")
+    with explained_errors():
+        first, second = (within(text, limits().max_chars, what) for text, what in (
+            (first, _("sentence A")), (second, _("sentence B"))))
+    run_a, run_b = _trace(spec, device, first), _trace(spec, device, second)
+    trace_a, trace_b = run_a.trace, run_b.trace
     name = kind_selector(trace_a, key="cmp_kind")
     layer, head = _layer_head(trace_a, name, "cmp")
     c1, c2 = st.columns(2)
     title = _("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head)
-    chart(_head(trace_a, name, layer, head, "A · " + title), key="cmp_a_heatmap",
+    chart(_head(run_a, name, layer, head, "A · " + title), key="cmp_a_heatmap",
           container=c1, name=("compare", "A", name, f"layer {layer}", f"head {head}"))
-    chart(_head(trace_b, name, layer, head, "B · " + title), key="cmp_b_heatmap",
+    chart(_head(run_b, name, layer, head, "B · " + title), key="cmp_b_heatmap",
           container=c2, name=("compare", "B", name, f"layer {layer}", f"head {head}"))
     (qa, ka), (qb, kb) = trace_a.axes(name), trace_b.axes(name)
     if (len(qa), len(ka)) != (len(qb), len(kb)):
@@ -89,10 +116,11 @@ if mode == "sentences":
                   "another of as many tokens to see the difference.").format(
             a_q=len(qa), a_k=len(ka), b_q=len(qb), b_k=len(kb), name=name))
         st.stop()
-    difference = (trace_b.weights(name, layer, head).astype(np.float64)
-                  - trace_a.weights(name, layer, head))
+    (pooled_a, factors), (pooled_b, _factors) = (_pooled_head(run, name, layer, head)
+                                                 for run in (run_a, run_b))
     chart(viz.difference_heatmap(
-        difference, paired_labels(list(qa), list(qb)), paired_labels(list(ka), list(kb)),
+        np.asarray(pooled_b, np.float64) - pooled_a, paired_labels(list(qa), list(qb)),
+        paired_labels(list(ka), list(kb)), factors=factors,
         title=_("B − A · {title}").format(title=title),
         subtitle=_("red: B attends more; blue: less; white: unchanged")),
         key="cmp_difference", name=("compare", "difference", name, f"layer {layer}",
@@ -117,17 +145,19 @@ elif mode == "models":
     st.caption(_("One sentence under two models, side by side: each with its own tokens, "
                  "layers and heads."))
     spec, device = settings()
-    text = st.text_input(_("Sentence"), value=DEFAULT_TEXT, key="cmp_text", max_chars=2000)
+    text = st.text_input(_("Sentence"), **initial("cmp_text", DEFAULT_TEXT), key="cmp_text")
+    with explained_errors():
+        text = within(text, limits().max_chars, _("the sentence"))
     other = widgets.selectbox(_("Second model"), [m for m in BUNDLED if m != spec],
                               index=0, key="cmp_model_b")
     columns = st.columns(2)
     for column, model_spec, prefix in ((columns[0], spec, "cmp_ma"),
                                        (columns[1], other, "cmp_mb")):
         column.markdown(f"**{literal(model_spec)}**")
-        trace = _trace(model_spec, device, text)
-        name = kind_selector(trace, container=column, key=f"{prefix}_kind")
-        layer, head = _layer_head(trace, name, prefix, container=column)
-        chart(_head(trace, name, layer, head, f"{model_spec} · " + _(
+        run = _trace(model_spec, device, text)
+        name = kind_selector(run.trace, container=column, key=f"{prefix}_kind")
+        layer, head = _layer_head(run.trace, name, prefix, container=column)
+        chart(_head(run, name, layer, head, f"{model_spec} · " + _(
             "{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head)),
             key=f"{prefix}_heatmap", container=column,
             name=("compare", model_spec, name, f"layer {layer}", f"head {head}"))
@@ -144,10 +174,15 @@ else:
         st.info(_("No training stages are kept here: `python -m model.own.train` records them."))
         st.stop()
     c1, c2 = st.columns(2)
-    source = c1.text_input(_("English sentence"), value="the cat sat on the mat",
-                           key="cmp_stage_source", max_chars=500)
+    source = c1.text_input(_("English sentence"),
+                           **initial("cmp_stage_source", "the cat sat on the mat"),
+                           key="cmp_stage_source")
     target = c2.text_input(_("Chinese target (words separated by spaces)"),
-                           value="猫 坐 在 垫子 上", key="cmp_stage_target", max_chars=500)
+                           **initial("cmp_stage_target", "猫 坐 在 垫子 上"),
+                           key="cmp_stage_target")
+    with explained_errors():
+        source, target = (within(text, STAGE_CHARS, what) for text, what in (
+            (source, _("the English sentence")), (target, _("the Chinese target"))))
     device = settings()[1]
     traces = []
     for step in stages:

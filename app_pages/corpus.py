@@ -10,6 +10,8 @@ import streamlit as st
 import viz
 from app_pages import widgets
 from app_pages.cache import (
+    Cancelled,
+    find_corpus,
     get_columns,
     get_corpus,
     get_model,
@@ -24,6 +26,7 @@ from app_pages.common import (
     open_head,
     random_weights_note,
     settings,
+    within,
 )
 from app_pages.events import selected_head
 from app_pages.markdown import literal
@@ -37,6 +40,8 @@ from model.sentences import (
     default_column,
     split_lines,
 )
+
+KEPT_FILES = "cp_kept_files"  # the uploaded files, kept while another page is shown
 
 st.title(_("Corpus"))
 st.caption(_("Run many sentences at once: every head's statistics averaged over them, with a "
@@ -53,38 +58,58 @@ random_weights_note(spec)
 
 sentence_limits = SentenceLimits(max_bytes=bounds.corpus_file_bytes,
                                  max_sentences=bounds.corpus_sentences, max_chars=bounds.max_chars)
+
+
+def _files_changed() -> None:
+    """The user added or removed files: what the uploader holds now is what is kept."""
+    st.session_state[KEPT_FILES] = None
+
+
 files = st.file_uploader(
     _("Sentence files"), type=[f.removeprefix(".") for f in FORMATS], key="cp_files",
     accept_multiple_files=True, max_upload_size=max(1, bounds.corpus_file_bytes >> 20),
+    on_change=_files_changed,
     help=_("`.txt` or `.md`: one sentence per line. `.csv` or `.tsv`: a header row, and the "
            "column you choose. `.jsonl`: one JSON object per line, and the field you choose. "
            "UTF-8, or GB18030/GBK."))
+# Streamlit forgets an uploader's files when another page is shown: the files are kept in the
+# session, and used again until the user changes the uploader (a reload starts a new session).
+uploads = [(upload.name, upload.getvalue()) for upload in files or []]
+if uploads:
+    st.session_state[KEPT_FILES] = uploads
+elif st.session_state.get(KEPT_FILES):
+    uploads = st.session_state[KEPT_FILES]
+    c1, c2 = st.columns([4, 1], vertical_alignment="center")
+    c1.caption(_("Using the files uploaded before you left this page: {names}. Upload files "
+                 "to replace them.").format(names=literal(", ".join(n for n, _d in uploads))))
+    if c2.button(_("Forget them"), key="cp_forget_files", icon=":material/delete:"):
+        st.session_state[KEPT_FILES] = None
+        st.rerun()
 pasted = st.text_area(_("…or paste sentences, one per line"), key="cp_pasted", height=120,
-                      max_chars=bounds.max_chars,
                       placeholder="the cat sat on the mat because it was tired\n"
                                   "the dog sat on the sofa because it was hungry")
 st.caption(_("At most {sentences:,} sentences at once, files of at most {size:.0f} MB, and "
-             "{tokens:,} tokens per sentence.").format(
+             "{tokens:,} tokens per sentence. Pasted sentences travel in the page's link when "
+             "they fit; uploaded files do not, and a reload forgets them.").format(
     sentences=bounds.corpus_sentences, size=bounds.corpus_file_bytes / 2**20,
     tokens=bounds.corpus_tokens))
 
 sentences: list[str] = []
 with explained_errors():
-    for upload in files or []:
-        data = upload.getvalue()
+    for name_, data in uploads:
         column = None
-        found = get_columns(upload.name, data)
+        found = get_columns(name_, data)
         if found:  # the choice is kept per file name: removing a file moves no choice
             column = widgets.selectbox(
-                _("Column of {name}").format(name=upload.name), found,
-                index=found.index(default_column(found)), key=f"cp_column_{upload.name}")
-        read = get_sentence_file(upload.name, data, column, sentence_limits)
+                _("Column of {name}").format(name=literal(name_)), found,
+                index=found.index(default_column(found)), key=f"cp_column_{name_}")
+        read = get_sentence_file(name_, data, column, sentence_limits)
         if read.dropped:
             st.caption(_("{name}: {count:,} rows have no text in {column} and are left "
-                         "out.").format(name=literal(upload.name), count=read.dropped,
+                         "out.").format(name=literal(name_), count=read.dropped,
                                         column=literal(column)))
         sentences += read.sentences
-    sentences += split_lines(pasted or "")
+    sentences += split_lines(within(pasted or "", bounds.max_chars, _("the pasted text")))
     if len(sentences) > bounds.corpus_sentences:
         raise ValueError(_("{count:,} sentences together; this server runs at most {most:,} at "
                            "once: remove some").format(count=len(sentences),
@@ -118,12 +143,17 @@ if st.button(_("Run {count:,} sentences").format(count=len(sentences)), key="cp_
              type="primary", icon=":material/play_arrow:"):
     st.session_state["cp_request"] = request
 if st.session_state.get("cp_request") != request:
-    st.caption(_("{count:,} sentences ready ({tokens:,} tokens in all).").format(
-        count=len(sentences), tokens=int(lengths.sum())))
-    st.stop()
+    if find_corpus(*request) is None:  # a run of these sentences is shown again at once
+        st.caption(_("{count:,} sentences ready ({tokens:,} tokens in all).").format(
+            count=len(sentences), tokens=int(lengths.sum())))
+        st.stop()
+    st.session_state["cp_request"] = request
 
 with explained_errors():
-    table, skipped, tokens = get_corpus(spec, device, tuple(sentences), span)
+    try:
+        table, skipped, tokens = get_corpus(spec, device, tuple(sentences), span)
+    except Cancelled:  # this session's browser has gone: nobody to show it to
+        st.stop()
 ran = len(np.unique(table["sentence"]))
 st.success(_("{ran:,} of {count:,} sentences ran on {model}.").format(
     ran=ran, count=len(sentences), model=spec))

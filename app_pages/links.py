@@ -26,7 +26,7 @@ import i18n
 import model
 from app_pages import widgets
 from app_pages.markdown import literal
-from app_pages.navigation import PageSpec
+from app_pages.navigation import TEXT_PARAMS, PageSpec, flag
 from i18n import N_, _
 
 RESTORED = "_link_restored"  # the session has read its URL
@@ -180,14 +180,20 @@ def current(spec: PageSpec, text: str | None, uploaded: bool) -> tuple[dict[str,
         target = str(st.session_state.get("target", "")).strip()
         if target:
             params["target"] = target
-    for param, key, _convert in spec.link:
+    for param, key, convert in spec.link:
         if key in st.session_state and st.session_state[key] is not None:
             value = st.session_state[key]
-            params[param] = str(value)
+            if convert is flag:
+                value = "1" if value else "0"
+            if convert is not str or str(value).strip():  # an empty text box is no parameter
+                params[param] = str(value)
     if len(urlencode(params)) > MAX_QUERY:
-        long = [name for name in ("text", "target", "sentence") if name in params]
-        for name in long:
+        texts = sorted((name for name in TEXT_PARAMS if name in params),
+                       key=lambda name: -len(params[name]))
+        for name in texts:  # the longest texts go first, until the link fits
             del params[name]
+            if len(urlencode(params)) <= MAX_QUERY:
+                break
         left_out = _("This text is too long for a link (links hold about {limit:,} characters "
                      "once encoded): the link opens this view with the default text. Download "
                      "the trace (.npz) or the figures to share it.").format(limit=MAX_QUERY)

@@ -51,6 +51,16 @@ def int_or_text(value: str) -> int | str:
     return int(value) if value.strip().lstrip("-").isdigit() else value
 
 
+def flag(value: str) -> bool:
+    """A link's on/off value (``1``, ``true``, ``yes``, ``on``: on)."""
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+# Parameters holding a user's text: left out of a link, longest first, when it grows too long.
+TEXT_PARAMS = ("text", "target", "sentence", "sentences", "a", "b", "source", "chinese",
+               "queries", "keys")
+
+
 def _widgets(kind: str = "", layer: str = "", head: str = "", step: str = ""
              ) -> tuple[tuple[str, str, Callable[[str], object]], ...]:
     """A page's link: the session keys of its kind, layer, head and step widgets."""
@@ -76,10 +86,15 @@ PAGES = (
              link=_widgets("ro_kind", "ro_layer")),
     PageSpec("app_pages/stats.py", N_("Head statistics"), "📊", LOOK, link=_widgets("st_kind")),
     PageSpec("app_pages/corpus.py", N_("Corpus"), "📚", MANY, reads_text=False,
-             link=(("kind", "cp_kind", str), ("layer", "cp_layer", int),
+             link=(("sentences", "cp_pasted", str), ("queries", "cp_queries", str),
+                   ("keys", "cp_keys", str), ("before", "cp_before", flag),
+                   ("kind", "cp_kind", str), ("layer", "cp_layer", int),
                    ("head", "cp_head", int))),
     PageSpec("app_pages/compare.py", N_("Compare"), "⚖️", MANY, reads_text=False,
-             link=(("mode", "cmp_mode", str), *_widgets("cmp_kind", "cmp_layer", "cmp_head"))),
+             link=(("mode", "cmp_mode", str), ("a", "cmp_a", str), ("b", "cmp_b", str),
+                   ("sentence", "cmp_text", str), ("second", "cmp_model_b", str),
+                   ("source", "cmp_stage_source", str), ("chinese", "cmp_stage_target", str),
+                   *_widgets("cmp_kind", "cmp_layer", "cmp_head"))),
     PageSpec("app_pages/positions.py", N_("Positions"), "🕰️", PARTS, reads_text=False),
     PageSpec("app_pages/shapes.py", N_("Shapes and costs"), "📐", PARTS),
     # The lessons, in the seed's order (its section numbers are in each page's header).
