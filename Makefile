@@ -18,7 +18,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
+	$(PY) -m app_pages.serve run app.py --server.address 127.0.0.1 --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 
 # The whole suite, slow tests (model loading, browser) included: what CI runs.

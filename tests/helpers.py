@@ -185,7 +185,7 @@ def served_app(timeout: float = 90.0) -> Iterator[str]:
     """Start ``streamlit run app.py`` on a free local port; yield its URL; stop it by pid."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+        [sys.executable, "-m", "app_pages.serve", "run", str(ROOT / "app.py"),
          "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless",
          "true", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
