@@ -21,6 +21,9 @@ JSON_FORMATS = (".jsonl",)
 FORMATS = (*TEXT_FORMATS, *TABLE_FORMATS, *JSON_FORMATS)
 # Column or field names tried first when none is chosen, in this order.
 USUAL_COLUMNS = ("sentence", "text", "sentences", "content", "input", "source")
+# The most columns (CSV, TSV) or text fields (JSON Lines) a file may offer: each is a choice
+# in a list, and a sentence file needs a few.
+MAX_COLUMNS = 1000
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,8 @@ def _columns(name: str, fmt: str, parsed: list) -> list[str]:
     found: dict[str, None] = {}
     for _number, record in parsed:
         found.update(dict.fromkeys(k for k, v in record.items() if isinstance(v, str)))
+        if len(found) > MAX_COLUMNS:
+            raise ValueError(_too_many_columns(name, _("fields"), line=_number))
     if not found:
         raise ValueError(_("{name} has no field holding text").format(name=name))
     return list(found)
@@ -136,8 +141,9 @@ def read_sentences(name: str, data: bytes, column: str | None = None,
 
     Raises:
         ValueError: the file is too large, binary, not UTF-8 or GB18030 text, empty, has no
-            such column, holds more than ``limits.max_sentences`` sentences or one longer than
-            ``limits.max_chars`` characters. The message names the file and the line.
+            such column or more than :data:`MAX_COLUMNS`, a quote it never closes, more than
+            ``limits.max_sentences`` sentences or one longer than ``limits.max_chars``
+            characters. The message names the file and the line.
     """
     fmt = file_format(name)
     if len(data) > limits.max_bytes:
@@ -187,22 +193,60 @@ def split_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def _too_many_columns(name: str, what: str, line: int | None = None) -> str:
+    where = name if line is None else _("{name}, line {line}").format(name=name, line=line)
+    return _("{where} has more than {most:,} {what}; this server reads files of at most "
+             "{most:,}: keep the column of sentences and a few others").format(
+        where=where, most=MAX_COLUMNS, what=what)
+
+
 def _table(text: str, fmt: str, name: str) -> list[tuple[int, list[str]]]:
     """``(line, row)`` of every row of CSV (quotes as Excel writes them) or TSV (tabs only,
-    quotes kept as text)."""
+    quotes kept as text).
+
+    Raises:
+        ValueError: a row cannot be read, the header has more than :data:`MAX_COLUMNS`
+            columns (said before any other row is read), or a quote opens a cell and is never
+            closed (which would make the rest of the file one cell); the message names the line.
+    """
+    if text and not text.endswith(("\n", "\r")):
+        text += "\n"  # every row ends before the input does, unless a quoted cell is open
+    lines = io.StringIO(text)
+    ended = []  # set when the reader has read the last line
+
+    def read_lines():
+        yield from lines
+        ended.append(True)
+
     if fmt == ".tsv":
-        reader = csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE)
+        reader = csv.reader(read_lines(), delimiter="\t", quoting=csv.QUOTE_NONE)
     else:
-        reader = csv.reader(io.StringIO(text))
+        reader = csv.reader(read_lines())
     rows = []
     try:
         for row in reader:
+            if ended:  # a row completed by the end of the file: its last cell's quote is open
+                raise ValueError(_("{name}, line {line}: a quote opens a cell here and is "
+                                   "never closed, so the rest of the file would be one "
+                                   "cell; close it with \" or remove it").format(
+                    name=name, line=_open_quote_line(text, row, rows)))
             rows.append((reader.line_num, row))
+            if len(rows) == 1 and len(row) > MAX_COLUMNS:
+                raise ValueError(_too_many_columns(name, _("columns")))
     except csv.Error as error:
         raise ValueError(_("{name}, line {line} cannot be read as {format}: {error}").format(
             name=name, line=reader.line_num, format=fmt.removeprefix(".").upper(),
             error=error)) from None
     return rows
+
+
+def _open_quote_line(text: str, row: list[str], rows: list[tuple[int, list[str]]]) -> int:
+    """The line where the unclosed quoted cell that ends ``row`` (the file's last) opens: that
+    cell runs from its quote to the end of ``text``, its quotes written doubled."""
+    raw = '"' + row[-1].replace('"', '""') if row else ""
+    if raw and text.endswith(raw):
+        return text.count("\n", 0, len(text) - len(raw)) + 1
+    return (rows[-1][0] if rows else 0) + 1  # the line the row starts on
 
 
 def _records(text: str, name: str):

@@ -92,3 +92,34 @@ def test_rows_without_text_are_counted_and_odd_files_explained():
         read_sentences("q.csv", b'text\n"' + b"x" * 200_000 + b"\n")
     with pytest.raises(ValueError, match="line 1 is not JSON: nested too deeply"):
         read_sentences("n.jsonl", b"[" * 100_000 + b"]" * 100_000 + b"\n")
+
+
+@pytest.mark.parametrize("data, line", [
+    (b'text\n"an open quote\nb\nc\n', 2),
+    (b'id,text\n1,a\n2,"never closed, ""quoted"" inside\nnext\nlast', 3),
+    (b'text\n"Two\nlines",fine\n"open\r\nb\r\n', 4),
+])
+def test_an_unclosed_quote_is_refused_at_the_line_it_opens(data, line):
+    with pytest.raises(ValueError) as error:
+        read_sentences("q.csv", data)
+    assert str(error.value).startswith(f"q.csv, line {line}: a quote opens a cell here and is "
+                                       "never closed")
+    # a closed quote, doubled quotes and a last line without a newline are read as before
+    assert read_sentences("ok.csv", b'text\n"a ""b"" c"\n"d\ne"\nf').sentences == [
+        'a "b" c', "d\ne", "f"]
+
+
+def test_a_file_of_too_many_columns_is_refused_before_its_rows_are_read():
+    from model.sentences import MAX_COLUMNS
+
+    assert len(columns("ok.csv", b",".join([b"c"] * MAX_COLUMNS) + b"\nx\n")) == MAX_COLUMNS
+    wide = b"a," * 999_000 + b"\n" + b"x\n" * 10 + b'"an open quote\n'
+    for name in ("w.csv", "w.tsv"):
+        data = wide.replace(b",", b"\t") if name.endswith(".tsv") else wide
+        for read in (columns, read_sentences):
+            with pytest.raises(ValueError, match=f"{name} has more than 1,000 columns; this "
+                                                 "server reads files of at most 1,000"):
+                read(name, data)  # the header is refused, not the open quote further down
+    fields = json.dumps({f"field{i}": "text" for i in range(MAX_COLUMNS + 1)}).encode()
+    with pytest.raises(ValueError, match="w.jsonl, line 1 has more than 1,000 fields"):
+        columns("w.jsonl", fields)
