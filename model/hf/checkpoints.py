@@ -341,15 +341,25 @@ def _exists(path: Path) -> bool:
 def _place(spec: str, policy: LoadPolicy) -> Path | None:
     """The local file or folder ``spec`` names, or None for a hub id.
 
-    Under a policy with allowed folders, a relative name is looked up in those folders, and a
-    name like a hub id is a hub id unless it exists there or in the working directory (which
-    transformers would read first; the policy then refuses it)."""
-    path = Path(spec).expanduser() if spec.startswith("~") else Path(spec)
+    A name like a hub id is a hub id unless it exists as written (which transformers would read
+    first). Under a policy with allowed folders, a relative name is looked up in those folders
+    only, and a name like a hub id not found there is a hub id, whatever the working directory
+    holds."""
+    path = Path(spec)
+    if spec.startswith("~"):
+        try:
+            path = path.expanduser()
+        except RuntimeError:  # ``~user`` of no such user: kept as written (never a folder)
+            pass
     if policy.folders is not None and not path.is_absolute():
         for folder in policy.folders:
             if _exists(folder / path):
                 return folder / path
     hub_like = HUB_ID.fullmatch(spec) and not spec.startswith(".") and not spec.endswith(".gguf")
+    if policy.folders is not None:
+        # a hub id whether or not a folder of that name is in the working directory, so that
+        # the answer never tells which exist (:func:`from_pretrained` never reads that folder)
+        return None if hub_like else path
     return path if not hub_like or _exists(path) else None
 
 
@@ -420,9 +430,22 @@ def check_download(repo: str, policy: LoadPolicy) -> None:
 def from_pretrained(loader, source: str, local_only: bool, policy: LoadPolicy = OPEN,
                     **kwargs):
     """Load from the local cache first; reach for the hub only when it is there and the policy
-    allows the download."""
+    allows the download.
+
+    Under a policy with allowed folders, a hub id that also names something in the working
+    directory (which transformers would read instead) is read from its snapshot folder in the
+    Hugging Face cache, so it loads, or is refused, exactly as any other hub id."""
+    shadowed = not local_only and policy.folders is not None and _exists(Path(source))
+
+    def read(download: bool):
+        if shadowed:
+            folder = _hub_snapshot(source, download, policy, kwargs.get("trust_remote_code"))
+            return loader.from_pretrained(folder, local_files_only=True, **kwargs)
+        return loader.from_pretrained(source, **({} if download else {"local_files_only": True}),
+                                      **kwargs)
+
     try:
-        return loader.from_pretrained(source, local_files_only=True, **kwargs)
+        return read(download=False)
     except OSError:
         if local_only:
             raise
@@ -433,4 +456,22 @@ def from_pretrained(loader, source: str, local_only: bool, policy: LoadPolicy = 
               "bundled model ({models}) or a local checkpoint folder.").format(
                 source=repr(source), models=", ".join(BUNDLED_HF)))
     check_download(source, policy)
-    return loader.from_pretrained(source, **kwargs)
+    return read(download=True)
+
+
+def _hub_snapshot(repo: str, download: bool, policy: LoadPolicy, remote_code: bool) -> str:
+    """The folder of hub checkpoint ``repo`` in the Hugging Face cache (fetched first when
+    ``download``: the files transformers reads, weights as ``policy`` allows).
+
+    Raises:
+        OSError: not in the cache (or the id is not one the hub accepts).
+    """
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError
+
+    patterns = ["*.json", "*.txt", "*.model", "*.tiktoken", "*.safetensors",
+                *(["*.bin"] if policy.pickle else []), *(["*.py"] if remote_code else [])]
+    try:
+        return snapshot_download(repo, local_files_only=not download, allow_patterns=patterns)
+    except HFValidationError as error:
+        raise OSError(str(error)) from None
