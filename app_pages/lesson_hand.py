@@ -145,8 +145,10 @@ with left:
 with right:
     st.markdown(_("**The query q** of the last word"))
     q_columns = st.columns(2)
-    query = [q_columns[i].number_input(label, min_value=-LARGEST_INPUT, max_value=LARGEST_INPUT,
-                                       value=None, step=0.1, key=key,
+    # No bounds on the boxes: a number out of range reaches the page, which says so (a bounded
+    # box would keep it in the browser, beside the result of the number before); what a box
+    # cannot hold (NaN, ±∞) arrives as None, which the page says is not a number.
+    query = [q_columns[i].number_input(label, value=None, step=0.1, key=key,
                                        placeholder=_("a number"))
              for i, (key, label) in enumerate(zip(QUERY, ("q₁", "q₂")))]
     rounding = widgets.radio(_("Arithmetic"), list(ROUNDINGS), key="hand_rounding",

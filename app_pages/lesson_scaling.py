@@ -18,6 +18,7 @@ from model.analysis.lesson_math import (
     LARGEST_INPUT,
     SEED_SCORES,
     WIDTH_SAMPLES,
+    checked_number,
     trace_scaling,
     two_scores,
 )
@@ -70,30 +71,40 @@ right.markdown(_(
 st.subheader(_("2 · Without the division, softmax becomes one-hot"))
 st.markdown(_("Two scores as large as d_k = 64 makes them: the lesson's 8 and −3. Change them, "
               "or d_k above, which sets the divisor √d_k."))
-for key, default, label in zip(SCORES, SEED_SCORES, (_("first score"), _("second score"))):
-    widgets.number_value(key, default, label, LARGEST_INPUT)
+labels = (_("first score"), _("second score"))
+for key, default, label in zip(SCORES, SEED_SCORES, labels):
+    widgets.number_value(key, default, label, LARGEST_INPUT, empty_ok=True)
 s1, s2, _spacer = st.columns([1, 1, 2])
-scores = [column.number_input(label, min_value=-LARGEST_INPUT, max_value=LARGEST_INPUT,
-                              step=1.0, key=key)
-          for column, key, label in zip((s1, s2), SCORES, (_("first score"), _("second score")))]
-sat = two_scores(scores, d_k)
-text, plot = st.columns(2)
-with text:
-    exps = ", ".join(f"$e^{{{s:g}}}$ = {power(e)}" for s, e in zip(sat.scores, sat.exps))
-    st.markdown(_("**Without ÷√d_k:** {exps} → softmax ≈ **{weights}**").format(
-        exps=exps, weights=vector(sat.raw, 3)))
-    st.markdown(_("**With ÷√d_k = ÷{root}:** scores {scaled} → softmax ≈ **{weights}**").format(
-        root=f"{root:.2f}", scaled=vector(sat.scaled_scores, 2), weights=vector(sat.scaled, 3)))
-    st.markdown(_(
-        "The gradient tells training how to change the scores. A softmax that is almost "
-        "one-hot barely moves when its scores move, so its gradient is almost 0 and the "
-        "scores get no signal to learn from."))
-    st.metric(_("gradient size without ÷√d_k"), figures.significant(sat.raw_gradient))
-    st.metric(_("gradient size with ÷√d_k"), figures.significant(sat.scaled_gradient))
-    st.caption(_("Gradient size: the norm of softmax's Jacobian ∂p/∂s, the change of every "
-                 "weight for a small change of every score."))
-chart(figures.softmax_pair(sat.raw, sat.scaled, [f"{s:g}" for s in sat.scores], root),
-      key="scale_softmax", container=plot, share=0.5, name=("softmax",))
+# No bounds on the boxes: a number out of range reaches the page, which says so (a bounded box
+# would keep it in the browser, beside the result of the number before); what a box cannot
+# hold (NaN, ±∞) arrives as None, not as a bound.
+scores = [column.number_input(label, value=None, step=1.0, key=key, placeholder=_("a number"))
+          for column, key, label in zip((s1, s2), SCORES, labels)]
+try:
+    sat = two_scores([checked_number(s, label) for s, label in zip(scores, labels)], d_k)
+except ValueError as error:
+    st.error(literal(str(error)), icon=":material/edit_off:")
+    sat = None
+if sat is not None:
+    text, plot = st.columns(2)
+    with text:
+        exps = ", ".join(f"$e^{{{s:g}}}$ = {power(e)}" for s, e in zip(sat.scores, sat.exps))
+        st.markdown(_("**Without ÷√d_k:** {exps} → softmax ≈ **{weights}**").format(
+            exps=exps, weights=vector(sat.raw, 3)))
+        st.markdown(_("**With ÷√d_k = ÷{root}:** scores {scaled} → softmax ≈ "
+                      "**{weights}**").format(root=f"{root:.2f}",
+                                              scaled=vector(sat.scaled_scores, 2),
+                                              weights=vector(sat.scaled, 3)))
+        st.markdown(_(
+            "The gradient tells training how to change the scores. A softmax that is almost "
+            "one-hot barely moves when its scores move, so its gradient is almost 0 and the "
+            "scores get no signal to learn from."))
+        st.metric(_("gradient size without ÷√d_k"), figures.significant(sat.raw_gradient))
+        st.metric(_("gradient size with ÷√d_k"), figures.significant(sat.scaled_gradient))
+        st.caption(_("Gradient size: the norm of softmax's Jacobian ∂p/∂s, the change of every "
+                     "weight for a small change of every score."))
+    chart(figures.softmax_pair(sat.raw, sat.scaled, [f"{s:g}" for s in sat.scores], root),
+          key="scale_softmax", container=plot, share=0.5, name=("softmax",))
 
 left, right = st.columns(2)
 chart(figures.gradient_by_width(D_K_CHOICES, without, with_, current=d_k),

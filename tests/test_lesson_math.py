@@ -397,9 +397,8 @@ def test_the_scaling_page_follows_its_scores_and_a_real_head():
 
 
 @pytest.mark.parametrize("key, value", [
-    ("scale_dk", 3), ("scale_dk", "x"), ("scale_s1", "abc"), ("scale_s2", None),
-    ("scale_s1", float("inf")), ("scale_kind", "encoder.cross"), ("scale_layer", 9),
-    ("scale_head", 11),
+    ("scale_dk", 3), ("scale_dk", "x"), ("scale_s1", "abc"), ("scale_s1", float("inf")),
+    ("scale_kind", "encoder.cross"), ("scale_layer", 9), ("scale_head", 11),
 ])
 def test_the_scaling_page_survives_any_remembered_value(key, value):
     at = app_test("positions")
@@ -407,6 +406,49 @@ def test_the_scaling_page_survives_any_remembered_value(key, value):
     at.switch_page("app_pages/lesson_scaling.py").run()
     assert not at.exception, at.exception
     assert len(figures(at)) == 5
+
+
+NOT_A_NUMBER = "is empty or not a number: write a number from −100 to 100."
+
+
+@pytest.mark.parametrize("page, key, name", [
+    ("lesson_scaling", "scale_s1", "first score"), ("lesson_scaling", "scale_s2", "second score"),
+    ("lesson_hand", "hand_q1", "q, entry 1"), ("lesson_hand", "hand_q2", "q, entry 2"),
+])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), None])
+def test_a_number_box_given_no_finite_number_says_the_range_and_shows_no_result(page, key,
+                                                                                name, value):
+    at = app_test(page)
+    at.session_state[key] = value  # what the browser sends, through the box, on a rerun
+    at.run()
+    assert not at.exception, at.exception
+    assert [shown(e.value) for e in at.error] == [f"{name} {NOT_A_NUMBER}"]
+    assert at.number_input(key=key).value is None  # the box shows no number, not −100
+    texts = "\n".join(markdowns(at))
+    assert "softmax ≈" not in texts and "#### Step" not in texts  # no result of another number
+    assert not at.success
+    # a number again brings the result back
+    at.number_input(key=key).set_value(2.0).run()
+    assert not at.error and ("softmax ≈" in "\n".join(markdowns(at)) or at.success)
+
+
+@pytest.mark.parametrize("page, key, default", [("lesson_scaling", "scale_s1", 8.0),
+                                                ("lesson_hand", "hand_q2", 0.0)])
+@pytest.mark.parametrize("value", [1000.0, -100.5, 1e300])
+def test_a_number_out_of_range_is_refused_with_the_range_and_the_result_follows_the_box(
+        page, key, default, value):
+    at = app_test(page)
+    at.number_input(key=key).set_value(value).run()  # a box without bounds sends it
+    assert not at.exception, at.exception
+    assert "which is not a number from −100 to 100; it is back to the lesson's" in messages(
+        at.warning)
+    assert at.number_input(key=key).value == default  # the box and the result agree
+    if page == "lesson_scaling":
+        assert "**[1.000, 0.000]**" in "\n".join(markdowns(at))  # the lesson's 8, −3
+    else:
+        assert shown_results(at)[1] == [0.85, 1.25]
+    at.number_input(key=key).set_value(100.0).run()  # the edge of the range is a number
+    assert not at.warning and not at.error
 
 
 # --- 中文 --------------------------------------------------------------------------------------

@@ -68,11 +68,19 @@ def seed_inputs() -> HandInputs:
     return hand_inputs([_(word) for word in SEED_WORDS], SEED_K, SEED_V, SEED_Q)
 
 
+def checked_number(value, what: str) -> float:
+    """A number a person typed: ``value`` as a float from −:data:`LARGEST_INPUT` to
+    :data:`LARGEST_INPUT`, or a ValueError naming ``what`` and the accepted range (a number box
+    holds None for an empty box and for what it cannot hold: NaN, ±∞)."""
+    return _number(value, what)
+
+
 def _number(value, what: str) -> float:
     """``value`` as a finite float, or a ValueError naming ``what`` (an empty cell, text, NaN,
     infinity, or a number too large for arithmetic by hand)."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise ValueError(_("{what} is empty: write a number in it.").format(what=what))
+        raise ValueError(_("{what} is empty or not a number: write a number from −{limit:g} "
+                           "to {limit:g}.").format(what=what, limit=LARGEST_INPUT))
     if isinstance(value, bool):
         raise ValueError(_("{what} holds “{value}”, which is not a number.").format(
             what=what, value=value))
@@ -82,8 +90,8 @@ def _number(value, what: str) -> float:
         raise ValueError(_("{what} holds “{value}”, which is not a number.").format(
             what=what, value=str(value)[:20])) from None
     if math.isnan(number):
-        raise ValueError(_("{what} is empty or not a number: write a number in it.").format(
-            what=what))
+        raise ValueError(_("{what} is empty or not a number: write a number from −{limit:g} "
+                           "to {limit:g}.").format(what=what, limit=LARGEST_INPUT))
     if not abs(number) <= LARGEST_INPUT:
         raise ValueError(_("{what} is {value}: keep every number between −{limit:g} and "
                            "{limit:g}.").format(what=what, value=f"{number:g}",
