@@ -146,14 +146,27 @@ class NotApplied(Exception):
 
 # --- server memory --------------------------------------------------------------------------
 
-def server_pid(url: str) -> int | None:
-    """The pid of the ``streamlit run`` this process started for ``url`` (served_app's)."""
-    port = str(urlparse(url).port)
-    for child in psutil.Process().children(recursive=True):
+def listening_pid(url: str) -> int | None:
+    """The pid of the process listening on ``url``'s port: among this process's descendants
+    (the server ``served_app`` started, whatever its launcher), else any on this machine that
+    psutil may see; None when none is found."""
+    port = urlparse(url).port
+    if port is None:
+        return None
+
+    def listens(process: psutil.Process) -> bool:
         with contextlib.suppress(psutil.Error):
-            cmdline = child.cmdline()
-            if "streamlit" in " ".join(cmdline) and port in cmdline:
-                return child.pid
+            return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+                       for c in process.net_connections(kind="tcp"))
+        return False
+
+    for child in psutil.Process().children(recursive=True):
+        if listens(child):
+            return child.pid
+    with contextlib.suppress(psutil.Error, OSError):
+        for c in psutil.net_connections(kind="tcp"):
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
+                return c.pid
     return None
 
 
@@ -522,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
             # environment on to Streamlit)
             os.environ.setdefault("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")
             url = stack.enter_context(served_app())
-            pid = server_pid(url)
+            pid = listening_pid(url)
         sampler = Sampler(pid)
         sampler.start()
         print(f"{args.sessions} sessions × {args.rounds} round(s) against {url}"
