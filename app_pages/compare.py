@@ -12,6 +12,7 @@ from app_pages import widgets
 from app_pages.cache import (
     get_head_changes,
     get_head_view,
+    get_layer_summary,
     get_model,
     get_stage_trace,
     get_trace,
@@ -33,6 +34,7 @@ from app_pages.common import (
 from app_pages.markdown import literal
 from i18n import N_, _
 from model import BUNDLED
+from model.analysis.views import FIT_ABOVE, colour_ceiling
 from viz.compare import paired_labels
 
 MODES = {"sentences": N_("Two sentences"), "models": N_("Two models"),
@@ -66,13 +68,28 @@ def _pooled_head(run: Run, name: str, layer: int, head: int) -> tuple:
         return get_head_view(run, name, layer, head, HEAD_SIDE)
 
 
-def _head(run: Run, name: str, layer: int, head: int, title: str):
+def _ceiling(runs: list[Run], name: str, layer: int, container=st) -> float:
+    """The weight drawn darkest in the heatmaps of ``runs`` (one scale for the heads compared):
+    1, or past :data:`FIT_ABOVE` keys the layers' largest weight away from the first token, as
+    Explore fits long inputs (each row is spread thin); said under the charts."""
+    n_keys = max(len(run.trace.axes(name)[1]) for run in runs)
+    if n_keys <= FIT_ABOVE:
+        return 1.0
+    with explained_errors():
+        peak = max(get_layer_summary(run, name, layer).peak for run in runs)
+    zmax = colour_ceiling(peak, n_keys)[0]
+    container.caption(_("Colours fitted to the layer: the darkest colour is its largest weight "
+                        "away from the first token, {zmax:.3f}.").format(zmax=zmax))
+    return zmax
+
+
+def _head(run: Run, name: str, layer: int, head: int, title: str, zmax: float = 1.0):
     trace = run.trace
     q_tokens, k_tokens = trace.axes(name)
     weights, factors = _pooled_head(run, name, layer, head)
     return viz.attention_heatmap(
         weights, list(q_tokens), list(k_tokens), allowed=trace.mask(name, layer), title=title,
-        special=trace.special(name), factors=factors, max_side=HEAD_SIDE)
+        special=trace.special(name), factors=factors, max_side=HEAD_SIDE, zmax=zmax)
 
 
 def _layer_head(trace, name: str, prefix: str, container=st) -> tuple[int, int]:
@@ -105,9 +122,10 @@ if mode == "sentences":
     layer, head = _layer_head(trace_a, name, "cmp")
     c1, c2 = st.columns(2)
     title = _("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head)
-    chart(_head(run_a, name, layer, head, "A · " + title), key="cmp_a_heatmap",
+    zmax = _ceiling([run_a, run_b], name, layer)
+    chart(_head(run_a, name, layer, head, "A · " + title, zmax), key="cmp_a_heatmap",
           container=c1, name=("compare", "A", name, f"layer {layer}", f"head {head}"))
-    chart(_head(run_b, name, layer, head, "B · " + title), key="cmp_b_heatmap",
+    chart(_head(run_b, name, layer, head, "B · " + title, zmax), key="cmp_b_heatmap",
           container=c2, name=("compare", "B", name, f"layer {layer}", f"head {head}"))
     (qa, ka), (qb, kb) = trace_a.axes(name), trace_b.axes(name)
     if (len(qa), len(ka)) != (len(qb), len(kb)):
@@ -157,9 +175,10 @@ elif mode == "models":
         run = _trace(model_spec, device, text)
         name = kind_selector(run.trace, container=column, key=f"{prefix}_kind")
         layer, head = _layer_head(run.trace, name, prefix, container=column)
+        zmax = _ceiling([run], name, layer, container=column)
         chart(_head(run, name, layer, head, f"{model_spec} · " + _(
-            "{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head)),
-            key=f"{prefix}_heatmap", container=column,
+            "{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head),
+            zmax), key=f"{prefix}_heatmap", container=column,
             name=("compare", model_spec, name, f"layer {layer}", f"head {head}"))
 
 else:
