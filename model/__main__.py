@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from i18n import _
+
 EXPORT_HELP = """\
 Run a model on a text, capture every attention pattern and write them as .npz.
 
@@ -23,6 +25,19 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def _positive(text: str) -> int:
+    """An argument that must be a whole number of at least 1 (workers, a batch's size)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            _("{value} is not a whole number").format(value=repr(text))) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            _("must be at least 1, not {value}").format(value=value))
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,7 +58,11 @@ def _parser() -> argparse.ArgumentParser:
         "--target", default=None,
         help="encoder-decoder only: teacher-forced target text. Without it the model's own "
              "output is traced (own-random: the source words, shifted right after <bos>)")
-    export.add_argument("--out", required=True, metavar="FILE.npz", help="where to write")
+    export.add_argument("--out", required=True, metavar="FILE.npz",
+                        help="where to write (its folder must exist; an existing file is "
+                             "refused unless --force)")
+    export.add_argument("--force", action="store_true",
+                        help="overwrite --out when it exists")
     export.add_argument(
         "--device", default="auto",
         help="auto (CUDA when present, else CPU), cpu or cuda (default: auto)")
@@ -62,7 +81,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="the column (.csv, .tsv) or field (.jsonl) holding the sentences "
                              "(default: sentence or text when there is one, else the first)")
     corpus.add_argument("--out", required=True, metavar="FILE.parquet|FILE.csv",
-                        help="where to write the table")
+                        help="where to write the table (its folder must exist; an existing "
+                             "file is refused unless --force)")
+    corpus.add_argument("--force", action="store_true",
+                        help="overwrite --out when it exists")
     corpus.add_argument("--queries", default=None, metavar="PATTERN",
                         help="span attention: the query tokens (a regular expression matched "
                              "against whole tokens, e.g. 'it')")
@@ -70,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="span attention: the key tokens (e.g. 'cat|dog|mat')")
     corpus.add_argument("--keys-before", action="store_true",
                         help="span attention: only keys before each query")
-    corpus.add_argument("--batch-size", type=int, default=32, metavar="N",
+    corpus.add_argument("--batch-size", type=_positive, default=32, metavar="N",
                         help="sentences run together (default 32)")
     corpus.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="local: this process (default); ray: a Ray cluster through Ray "
@@ -78,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     corpus.add_argument("--address", default=None, metavar="ADDR",
                         help="the Ray cluster, e.g. ray://HOST:10001 or HOST:6379 (default: "
                              "RAY_ADDRESS, else a local cluster started for the run)")
-    corpus.add_argument("--workers", type=int, default=None, metavar="N",
+    corpus.add_argument("--workers", type=_positive, default=None, metavar="N",
                         help="Ray workers, each holding the model (default: one per GPU, "
                              "else one per two CPUs)")
     corpus.add_argument("--device", default="auto",
@@ -107,6 +129,42 @@ each loading the model once (on a GPU where the cluster has them); the table is 
 def _one_line(error: BaseException) -> str:
     """The message of ``error`` on one line (its type's name when it has none)."""
     return " ".join(str(error).split()) or type(error).__name__
+
+
+def _check_out(out: str, *, force: bool, endings: tuple[str, ...] = ()):
+    """The path ``--out`` names, once it is known that it can be written: checked before a
+    model loads, so that nothing runs for a file that would fail at the end.
+
+    Raises:
+        ValueError: another ending than ``endings`` (when given), a folder, a folder that does
+            not exist, an existing file without ``force``, or a place that cannot be written.
+    """
+    from pathlib import Path
+
+    path = Path(out)
+    if endings and path.suffix.lower() not in endings:
+        raise ValueError(_("--out must end in {endings}: {path}").format(
+            endings=" or ".join(endings), path=out))
+    if path.is_dir():
+        raise ValueError(_("--out {path} is a folder: name a file").format(path=out))
+    folder = path.parent
+    if not folder.is_dir():
+        message = (_("the folder {folder} of --out {path} is not a folder") if folder.exists()
+                   else _("the folder {folder} of --out {path} does not exist"))
+        raise ValueError(message.format(folder=str(folder), path=out))
+    exists = path.exists()
+    if exists and not force:
+        raise ValueError(_("--out {path} already exists: name another file, or add --force to "
+                           "overwrite it").format(path=out))
+    try:  # the one sure test: open it (an existing file is left as it is)
+        with path.open("ab" if exists else "xb"):
+            pass
+        if not exists:
+            path.unlink()
+    except OSError as error:
+        raise ValueError(_("cannot write --out {path}: {reason}").format(
+            path=out, reason=error.strerror or _one_line(error))) from None
+    return path
 
 
 def _fail(message: str, status: int) -> int:
@@ -147,6 +205,7 @@ def _export(args: argparse.Namespace) -> int:
     spec = args.model.strip()
     if not spec:
         raise ValueError("--model is empty: name a bundled model, a hub id, a folder or a .gguf")
+    _check_out(args.out, force=args.force)
     device = args.device.strip()
     resolve_device(device)  # an unknown device: a ValueError that says so, before loading
     model = load(spec, device=device)
@@ -166,35 +225,41 @@ def _corpus(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from .analysis.corpus import Span
-    from .corpus import default_address, run_corpus, write_table
+    from .corpus import check_address, default_address, run_corpus, write_table
     from .device import resolve_device
     from .sentences import UNLIMITED, read_sentences
 
     spec = args.model.strip()
     if not spec:
         raise ValueError("--model is empty: name a bundled model, a hub id, a folder or a .gguf")
-    if Path(args.out).suffix.lower() not in (".parquet", ".csv"):
-        raise ValueError(f"--out must end in .parquet or .csv: {args.out}")
-    if args.batch_size < 1:
-        raise ValueError("--batch-size must be at least 1")
+    _check_out(args.out, force=args.force, endings=(".parquet", ".csv"))
     if (args.queries is None) != (args.keys is None):
         raise ValueError("span attention needs both --queries and --keys")
     span = None if args.queries is None else Span(args.queries, args.keys, args.keys_before)
     resolve_device(args.device.strip())
+    address = args.address or default_address()
+    if args.engine == "ray":
+        check_address(address)  # one line within seconds, not Ray's minutes of retries
     path = Path(args.input)
     read = read_sentences(path.name, path.read_bytes(), args.column, UNLIMITED)
     if read.dropped:
         print(f"warning: {read.dropped} rows of {path.name} have no text in that column; "
               f"left out", file=sys.stderr)
     sentences = read.sentences
-    with tqdm(total=len(sentences), unit="sentence", file=sys.stderr) as bar:
-        def progress(done: int, total: int) -> None:
-            bar.update(done - bar.n)
+    bars: list = []  # opened once the run starts: a failure before it is one line alone
 
-        frame = run_corpus(spec, sentences, engine=args.engine,
-                           address=args.address or default_address(),
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, unit="sentence", file=sys.stderr))
+        bars[0].update(done - bars[0].n)
+
+    try:
+        frame = run_corpus(spec, sentences, engine=args.engine, address=address,
                            device=args.device.strip(), batch_size=args.batch_size, span=span,
                            progress=progress, workers=args.workers)
+    finally:
+        for bar in bars:
+            bar.close()
     for index, message in frame.attrs["skipped"]:
         print(f"warning: sentence {index + 1} left out: {_one_line(Exception(message))}",
               file=sys.stderr)

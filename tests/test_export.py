@@ -131,3 +131,61 @@ def test_a_download_is_made_in_the_language_of_the_page_that_offered_it():
     thread.start()
     thread.join(30)
     assert made and made[0].startswith(header + ",") and header != "trace"
+
+
+# --- python -m model export --out ---------------------------------------------------------------
+
+def _export_to(out, *extra: str) -> list[str]:
+    return ["export", "--model", "own-random", "--text", SEED_SENTENCE, "--out", str(out),
+            "--device", "cpu", *extra]
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def _must_not_load(*args, **kwargs):
+    raise AssertionError("the model was loaded")
+
+
+def test_export_keeps_an_existing_file_unless_forced(tmp_path, capsys, monkeypatch):
+    import model
+    from model.__main__ import main
+
+    out = tmp_path / "trace.npz"
+    out.write_bytes(b"keep me")
+    with monkeypatch.context() as patched:
+        patched.setattr(model, "load", _must_not_load)  # refused before the model loads
+        assert main(_export_to(out)) == 2
+    line = _one_error_line(capsys)
+    assert "already exists" in line and "--force" in line
+    assert out.read_bytes() == b"keep me"
+    assert main(_export_to(out, "--force")) == 0
+    with np.load(out) as data:
+        assert list(data["source_tokens"]) == ["The", "cat", "sat", "on", "the", "mat"]
+
+
+@pytest.mark.parametrize("case", ["a folder", "a missing folder", "inside a file"])
+def test_export_refuses_an_output_it_cannot_write_before_loading(tmp_path, capsys, monkeypatch,
+                                                                 case):
+    import model
+    from model.__main__ import main
+
+    (tmp_path / "DIR.npz").mkdir()
+    (tmp_path / "file.txt").write_text("x")
+    out, message = {"a folder": (tmp_path / "DIR.npz", "is a folder"),
+                    "a missing folder": (tmp_path / "nope" / "t.npz", "does not exist"),
+                    "inside a file": (tmp_path / "file.txt" / "t.npz", "is not a folder")}[case]
+    monkeypatch.setattr(model, "load", _must_not_load)
+    assert main(_export_to(out, "--force")) == 2
+    assert message in _one_error_line(capsys)
+
+
+def test_the_export_help_explains_force(capsys):
+    from model.__main__ import main
+
+    assert main(["export", "--help"]) == 0
+    assert "--force" in capsys.readouterr().out
