@@ -662,6 +662,12 @@ def get_head_changes(spec: str, device: str, first: str, second: str, name: str)
                        _("Comparing every head…"), _("comparing every head"), changes)
 
 
+# A corpus batch on the server holds at most this many tokens: smollm2 runs 4 sentences of 256
+# tokens in about 1.5-3 s on 2 busy CPU cores (32 of them took 10-20 s), so a short request
+# waiting for a slot is served within seconds.
+SERVER_BATCH_TOKENS = 1024
+
+
 def corpus_key(spec: str, device: str, sentences: tuple[str, ...], span: Span | None) -> tuple:
     """The shared cache's key of a corpus run (the device resolved)."""
     return ("corpus", spec, str(resolve_device(device)), sentences, span)
@@ -707,7 +713,8 @@ def get_corpus(spec: str, device: str, sentences: tuple[str, ...], span: Span | 
     def run() -> tuple:
         tokens: list = []
         table, skipped = corpus_table(loaded, sentences, span=span, progress=progress,
-                                      tokens=tokens, batch=each_batch)
+                                      tokens=tokens, batch=each_batch,
+                                      max_batch_tokens=SERVER_BATCH_TOKENS)
         return _readonly((table, skipped, tuple(tokens)))
 
     result = shared_cache().get(key, lambda: _guarded(_("running the sentences"), run),

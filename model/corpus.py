@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +37,9 @@ MAX_BATCH_BYTES = 1 << 30  # what one batch may hold: its capture and its statis
 
 def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZE,
                  span: Span | None = None, progress: Callable[[int, int], None] | None = None,
-                 max_batch_bytes: int = MAX_BATCH_BYTES, tokens: list | None = None
+                 max_batch_bytes: int = MAX_BATCH_BYTES, tokens: list | None = None,
+                 batch: Callable[[], AbstractContextManager] | None = None,
+                 max_batch_tokens: int | None = None
                  ) -> tuple[dict[str, np.ndarray], list[tuple[int, str]]]:
     """Statistics of every sentence with a loaded model, in this process.
 
@@ -49,6 +53,11 @@ def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZ
     weights). A batch that fails with a sentence the model cannot read (too long, unknown
     words) runs again one sentence at a time, and the sentences that still fail are left out;
     a batch that runs out of memory runs again in halves.
+
+    ``batch``: a context each batch runs in (a shared server's compute slot, taken per batch
+    and given back in between so that others are served; it may raise to stop the run).
+    ``max_batch_tokens``: a batch also holds at most this many tokens, padding included (short
+    batches give a shared server's slot back often).
 
     Returns:
         ``(table, skipped)``: the columns of :func:`model.analysis.corpus.batch_statistics`
@@ -76,8 +85,10 @@ def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZ
     # batches of similar lengths: less padding to run (rows are put back in order at the end)
     order = sorted((i for i, size in enumerate(sizes) if size is not None),
                    key=lambda i: (sizes[i].longest, i))
-    for start, stop in cut(model, [sizes[i] for i in order], batch_size, max_batch_bytes):
-        _run(model, sentences, order[start:stop], span, parts, skipped, tokens)
+    for start, stop in cut(model, [sizes[i] for i in order], batch_size, max_batch_bytes,
+                           max_batch_tokens):
+        with batch() if batch is not None else nullcontext():
+            _run(model, sentences, order[start:stop], span, parts, skipped, tokens)
         done += stop - start
         if progress is not None:
             progress(done, len(sentences))
@@ -89,9 +100,11 @@ def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZ
 LAYER_COPIES = 8  # padded [sentence, head, query, key] tensors alive at once for statistics
 
 
-def cut(model, sizes: Sequence[Lengths], batch_size: int, budget: int):
+def cut(model, sizes: Sequence[Lengths], batch_size: int, budget: int,
+        max_tokens: int | None = None):
     """``(start, stop)`` of consecutive batches of sentences of ``sizes``, at most
-    ``batch_size`` each and within ``budget`` bytes."""
+    ``batch_size`` each, within ``budget`` bytes and (when given) ``max_tokens`` tokens once
+    padded to the batch's longest."""
     heads = model.dims.n_heads
     start = 0
     while start < len(sizes):
@@ -101,7 +114,9 @@ def cut(model, sizes: Sequence[Lengths], batch_size: int, budget: int):
             target = max(target, sizes[stop].target)
             longest = Lengths(source, target)
             one = model.memory_needed(longest) + LAYER_COPIES * heads * longest.longest ** 2 * 4
-            if stop > start and (stop + 1 - start) * one > budget:
+            if stop > start and ((stop + 1 - start) * one > budget or (
+                    max_tokens is not None
+                    and (stop + 1 - start) * (source + target) > max_tokens)):
                 break
             stop += 1
         yield start, stop
@@ -164,13 +179,21 @@ def run_corpus(spec: str, sentences: Sequence[str], *, engine: str = "local",
     if engine not in ENGINES:
         raise ValueError(_("unknown engine {engine}: choose {engines}").format(
             engine=repr(engine), engines=" or ".join(ENGINES)))
+    for name, value in (("batch_size", batch_size), ("workers", workers)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise ValueError(_("{name} must be a whole number of at least 1, not {value}")
+                             .format(name=name, value=repr(value)))
     if not sentences:
         raise ValueError(_("there are no sentences to run"))
     if engine == "local":
         from . import load
 
-        table, skipped = corpus_table(load(spec, device=device), sentences,
-                                      batch_size=batch_size, span=span, progress=progress)
+        model = load(spec, device=device)
+        if progress is not None:
+            progress(0, len(sentences))  # loaded: the run starts
+        table, skipped = corpus_table(model, sentences, batch_size=batch_size, span=span,
+                                      progress=progress)
         nothing_ran(table, skipped)
     else:
         table, skipped = _on_ray(spec, sentences, address=address, device=device,
@@ -229,11 +252,67 @@ def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, wor
     if span is not None:
         span.compiled()
     if not ray.is_initialized():
+        check_address(address)  # an address that cannot answer fails now, not after retries
         kwargs = {"address": address} if address else {}
         if address:  # a remote cluster: send this package (and its catalog) with the work
             root = Path(__file__).resolve().parent
             kwargs["runtime_env"] = {"py_modules": [str(root), str(root.parent / "i18n")]}
         ray.init(log_to_driver=False, logging_level=logging.WARNING, **kwargs)
+    from ray.util.client import ray as client
+
+    if client.is_connected():
+        # Ray Client (ray://): Ray Data cannot drive a pipeline from a client, so the loop runs
+        # as a task on the cluster, and its progress comes back through a small actor
+        counter = ray.remote(_Count).options(num_cpus=0).remote()
+        task = ray.remote(_gather).options(num_cpus=0).remote(
+            spec, sentences, device=device, batch_size=batch_size, span=span, workers=workers,
+            counter=counter)
+        if progress is not None:
+            progress(0, len(sentences))  # connected: the run starts
+        try:
+            while not ray.wait([task], timeout=1.0)[0]:
+                if progress is not None:
+                    progress(ray.get(counter.get.remote()), len(sentences))
+            parts, skipped = ray.get(task)
+        finally:  # interrupted or failed: nothing of this run is left on the cluster
+            ray.cancel(task, force=True)
+            ray.kill(counter)
+        if progress is not None:
+            progress(len(sentences), len(sentences))
+    else:
+        parts, skipped = _gather(spec, sentences, device=device, batch_size=batch_size,
+                                 span=span, workers=workers, progress=progress)
+    table = merge(parts, span)
+    nothing_ran(table, skipped)
+    # every sentence's rows come from one batch, in kind, layer and head order: ordering by
+    # sentence alone (stably) restores the local table, whatever order batches came back in
+    order = np.argsort(table["sentence"], kind="stable")
+    return {key: value[order] for key, value in table.items()}, sorted(skipped)
+
+
+class _Count:
+    """How many sentences a Ray Client run has done (an actor the driver asks)."""
+
+    def __init__(self):
+        self.done = 0
+
+    def set(self, done: int) -> None:
+        self.done = done
+
+    def get(self) -> int:
+        return self.done
+
+
+def _gather(spec, sentences, *, device, batch_size, span, workers, progress=None,
+            counter=None):
+    """The Ray Data pipeline of :func:`_on_ray`, run where the driver is (this process, or a
+    task on the cluster under Ray Client, reporting to ``counter``): the parts of the table,
+    with the sentences left out."""
+    import ray
+
+    if counter is not None:
+        def progress(done: int, total: int) -> None:
+            counter.set.remote(done)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False  # the caller's progress (tqdm, the page) is shown
     context.print_on_execution_start = False
@@ -256,6 +335,8 @@ def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, wor
                                         "threads": threads},
         batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
         num_gpus=1 if gpus else 0, num_cpus=threads if not gpus else 1, batch_format="numpy")
+    if progress is not None:
+        progress(0, len(sentences))  # connected: the run starts
     parts, skipped, done = [], [], set()
     for part in results.iter_batches(batch_size=None, batch_format="numpy"):
         errors = part.pop("error")
@@ -266,12 +347,7 @@ def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, wor
         done.update(part["sentence"].tolist())
         if progress is not None:
             progress(len(done), len(sentences))
-    table = merge(parts, span)
-    nothing_ran(table, skipped)
-    # every sentence's rows come from one batch, in kind, layer and head order: ordering by
-    # sentence alone (stably) restores the local table, whatever order batches came back in
-    order = np.argsort(table["sentence"], kind="stable")
-    return {key: value[order] for key, value in table.items()}, sorted(skipped)
+    return parts, skipped
 
 
 def write_table(frame, path: str | Path) -> Path:
@@ -290,6 +366,66 @@ def write_table(frame, path: str | Path) -> Path:
         raise ValueError(_("--out must end in .parquet or .csv, not {suffix}").format(
             suffix=repr(suffix or path.name)))
     return path
+
+
+CLIENT_PORT, GCS_PORT = 10001, 6379  # Ray's own defaults for ray://HOST and HOST
+CONNECT_SECONDS = 3.0
+
+
+def cluster_endpoint(address: str | None) -> tuple[str, int] | None:
+    """The ``(host, port)`` that ``address`` names (``ray://HOST:PORT`` or ``HOST:PORT``,
+    IPv6 hosts in brackets), or None where it names no remote cluster (none, ``auto``,
+    ``local``, or another scheme, left to Ray).
+
+    Raises:
+        ValueError: a port that is not a number from 1 to 65535.
+    """
+    text = (address or "").strip()
+    if not text or text in ("auto", "local"):
+        return None
+    client = text.startswith("ray://")
+    if client:
+        text = text[len("ray://"):]
+    elif "://" in text:
+        return None
+    text = text.split("/", 1)[0]
+    if text.startswith("[") and "]" in text:  # [::1]:6379
+        host, _bracket, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    else:  # no port (or a bare IPv6 address): Ray's default port
+        host, port = text, ""
+    port = port or str(CLIENT_PORT if client else GCS_PORT)
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(_("--address {address} is not HOST:PORT or ray://HOST:PORT (or auto)")
+                         .format(address=address.strip()))
+    return host, int(port)
+
+
+def check_address(address: str | None, seconds: float = CONNECT_SECONDS) -> None:
+    """Fail at once, with one message, when ``address`` names a Ray cluster that cannot be
+    used: Ray Client (``ray://``) not installed, or nothing answering at its host and port
+    within ``seconds`` (Ray itself would retry for minutes).
+
+    Raises:
+        ValueError: either of those.
+    """
+    endpoint = cluster_endpoint(address)
+    if endpoint is None:
+        return
+    if address.strip().startswith("ray://"):
+        try:
+            import grpc  # noqa: F401  (what Ray Client needs, as Ray itself checks)
+        except ImportError:
+            raise ValueError(_("--address {address} needs Ray Client: pip install "
+                               "'ray[client]'").format(address=address.strip())) from None
+    try:
+        socket.create_connection(endpoint, timeout=seconds).close()
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+        raise ValueError(_("cannot reach the Ray cluster at {address}: {reason}").format(
+            address=address.strip(), reason=" ".join(reason.split()))) from None
 
 
 def default_address() -> str | None:

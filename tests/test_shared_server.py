@@ -370,3 +370,25 @@ def test_an_empty_upload_says_the_file_is_empty():
     at.sidebar.file_uploader(key="upload").set_value([("empty.txt", b"", "text/plain")]).run()
     assert not at.exception
     assert "empty.txt holds no text" in messages(at.info).replace("&#46;", ".")
+
+
+def test_server_batches_hold_at_most_their_tokens_and_the_table_is_the_same():
+    from app_pages.cache import SERVER_BATCH_TOKENS
+    from model.budget import Lengths
+    from model.corpus import cut
+
+    tiny = tiny_own_model("decoder-only")
+    sizes = [Lengths(256)] * 10 + [Lengths(30)] * 40
+    batches = list(cut(tiny, sizes, 32, 1 << 40, SERVER_BATCH_TOKENS))
+    assert batches[:3] == [(0, 4), (4, 8), (8, 12)]  # 4 × 256 = 1,024 tokens
+    assert all((stop - start) * max(s.source for s in sizes[start:stop]) <= SERVER_BATCH_TOKENS
+               for start, stop in batches)
+    sentences = [" ".join(f"w{(i * j) % 50}" for j in range(3 + i % 20)) for i in range(30)]
+    whole, _skipped = corpus_table(tiny, sentences)
+    small, _skipped = corpus_table(tiny, sentences, max_batch_tokens=40)
+    assert whole.keys() == small.keys()
+    for key in whole:
+        if whole[key].dtype.kind == "f":
+            np.testing.assert_allclose(small[key], whole[key], rtol=1e-5, atol=1e-6)
+        else:
+            assert (small[key] == whole[key]).all(), key
