@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
 
 import model
 import viz
@@ -278,7 +279,9 @@ class SharedCache:
         if not mine:
             pending.done.wait()
             if pending.error is not None:
-                if isinstance(pending.error, Cancelled):  # its session left: ours has not
+                if isinstance(pending.error, (Cancelled, ScriptControlException)):
+                    # its session left, or stopped or reran its script (Streamlit stops a
+                    # closed tab's run at its next call): ours still wants the result
                     return self.get(key, compute, slot)
                 if pending.language != language():
                     # its message is in the other session's language: fail in ours (errors
