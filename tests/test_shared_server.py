@@ -395,32 +395,33 @@ def test_server_batches_hold_at_most_their_tokens_and_the_table_is_the_same():
             assert (small[key] == whole[key]).all(), key
 
 
-def test_a_waiter_on_a_run_its_session_stopped_computes_the_result_itself():
+@pytest.mark.parametrize("stopped", ["stop", "rerun"])
+def test_a_waiter_on_a_run_its_session_stopped_computes_the_result_itself(stopped):
     # Streamlit stops a closed tab's (or a rerunning session's) script at its next call, from
     # inside the computation: another session waiting for the same result is not stopped
     from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
-    for stopped in (StopException(), RerunException(None)):
-        cache = SharedCache(1 << 30, workers=2)
-        started, finish = threading.Event(), threading.Event()
+    error = StopException() if stopped == "stop" else RerunException(None)
+    cache = SharedCache(1 << 30, workers=2)
+    started, finish = threading.Event(), threading.Event()
 
-        def stopped_run(error=stopped):
-            started.set()
-            finish.wait(5)
-            raise error
+    def stopped_run():
+        started.set()
+        finish.wait(5)
+        raise error
 
-        def leave():
-            with contextlib.suppress(type(stopped)):
-                cache.get("k", stopped_run)
+    def leave():
+        with contextlib.suppress(type(error)):
+            cache.get("k", stopped_run)
 
-        leaver = threading.Thread(target=leave, daemon=True)
-        leaver.start()
-        started.wait(5)
-        result = []
-        waiter = threading.Thread(target=lambda: result.append(cache.get("k", lambda: 7)))
-        waiter.start()
-        time.sleep(0.1)
-        finish.set()
-        waiter.join(5)
-        leaver.join(5)
-        assert result == [7], type(stopped).__name__
+    leaver = threading.Thread(target=leave, daemon=True)
+    leaver.start()
+    started.wait(5)
+    result = []
+    waiter = threading.Thread(target=lambda: result.append(cache.get("k", lambda: 7)))
+    waiter.start()
+    time.sleep(0.1)
+    finish.set()
+    waiter.join(5)
+    leaver.join(5)
+    assert result == [7]
