@@ -138,26 +138,37 @@ def sessions(monkeypatch):
 
 def test_a_session_gets_one_slot_and_waits_behind_others_for_a_second():
     slots = Slots(2)
-    order, started = [], threading.Barrier(2)
+    order, started, release = [], threading.Barrier(2), threading.Event()
 
-    def use(name: str, owner: str, hold: float, barrier=None):
+    def use(name: str, owner: str, barrier=None):
         with slots.hold(owner):
             order.append(name)
             if barrier is not None:
                 barrier.wait()
-            time.sleep(hold)
+                release.wait(10)
 
-    first = threading.Thread(target=use, args=("a1", "A", 0.6, started))
+    first = threading.Thread(target=use, args=("a1", "A", started))
     first.start()
-    started.wait()  # A holds a slot
-    threads = [threading.Thread(target=use, args=(name, owner, 0.1))
-               for name, owner in (("a2", "A"), ("b", "B"), ("c", "C"))]
-    for thread in threads:
-        thread.start()
-        time.sleep(0.05)
+    started.wait()  # A holds a slot until released
+    threads = []
+    for name, owner, arrived in (("a2", "A", lambda: slots.queued == 1),
+                                 ("b", "B", lambda: "b" in order),
+                                 ("c", "C", lambda: "c" in order)):
+        threads.append(threading.Thread(target=use, args=(name, owner)))
+        threads[-1].start()
+        _until(arrived)
+    release.set()
     for thread in (first, *threads):
         thread.join(10)
     assert order == ["a1", "b", "c", "a2"]
+
+
+def _until(condition, seconds: float = 10.0) -> None:
+    """Wait until ``condition()`` holds (a thread reached the state a test needs)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def test_a_request_waiting_for_a_slot_is_told_how_many_are_ahead():
@@ -174,7 +185,7 @@ def test_a_request_waiting_for_a_slot_is_told_how_many_are_ahead():
     held.wait(5)
     second = threading.Thread(target=lambda: slots.hold("B").__enter__(), daemon=True)
     second.start()
-    time.sleep(0.1)
+    _until(lambda: slots.queued == 1)  # B waits
 
     def waiting(ahead: int):
         seen.append(ahead)
@@ -247,29 +258,6 @@ def test_a_run_whose_session_has_gone_stops_at_its_next_batch(sessions, monkeypa
     table, skipped = cache.get("corpus", lambda: corpus_table(tiny, sentences, batch_size=4),
                                slot=False)
     assert len(np.unique(table["sentence"])) == 40 and not skipped
-
-
-def test_a_waiter_on_a_cancelled_run_computes_the_result_itself():
-    cache = SharedCache(1 << 30, workers=2)
-    started, finish = threading.Event(), threading.Event()
-
-    def cancelled_run():
-        started.set()
-        finish.wait(5)
-        raise Cancelled()
-
-    leaver = threading.Thread(target=lambda: pytest.raises(Cancelled, cache.get, "k",
-                                                           cancelled_run), daemon=True)
-    leaver.start()
-    started.wait(5)
-    result = []
-    waiter = threading.Thread(target=lambda: result.append(cache.get("k", lambda: 42)))
-    waiter.start()
-    time.sleep(0.1)
-    finish.set()
-    waiter.join(5)
-    leaver.join(5)
-    assert result == [42]
 
 
 # --- nothing lost ---------------------------------------------------------------------------
@@ -395,13 +383,15 @@ def test_server_batches_hold_at_most_their_tokens_and_the_table_is_the_same():
             assert (small[key] == whole[key]).all(), key
 
 
-@pytest.mark.parametrize("stopped", ["stop", "rerun"])
+@pytest.mark.parametrize("stopped", ["cancelled", "stop", "rerun"])
 def test_a_waiter_on_a_run_its_session_stopped_computes_the_result_itself(stopped):
-    # Streamlit stops a closed tab's (or a rerunning session's) script at its next call, from
-    # inside the computation: another session waiting for the same result is not stopped
+    # the computing session's tab closed (Cancelled at its next batch), or Streamlit stopped or
+    # reran its script from inside the computation: another session waiting for the same
+    # result is not stopped with it
     from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
-    error = StopException() if stopped == "stop" else RerunException(None)
+    error = {"cancelled": Cancelled(), "stop": StopException(),
+             "rerun": RerunException(None)}[stopped]
     cache = SharedCache(1 << 30, workers=2)
     started, finish = threading.Event(), threading.Event()
 
