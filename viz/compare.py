@@ -9,11 +9,11 @@ import plotly.graph_objects as go
 
 from i18n import N_, _
 
-from .heatmap import PLOT_WIDTH_PX, _cell_names, _check_pooled, _pooled
+from .heatmap import HOVER_CELLS, PLOT_WIDTH_PX, _check_pooled, _pooled
 from .labels import axis_ticks, escape, labels_that_fit
 from .style import DIVERGING_SCALE, themed
 
-HOVER_SIDE = 64  # past this many rows or columns, cells are drawn without gaps
+GAP_SIDE = 64  # past this many rows or columns, cells are drawn without gaps between them
 
 
 def paired_labels(first: Sequence[str], second: Sequence[str]) -> list[str]:
@@ -56,8 +56,7 @@ def difference_heatmap(difference, query_labels: Sequence[str], key_labels: Sequ
                                                      list(key_labels), max_side, factors)
     subtitle = "<br>".join(part for part in (note, subtitle) if part)
     top = max(0.1, float(np.nanmax(np.abs(difference))) if difference.size else 0.1)
-    names = _cell_names(rows, cols)
-    if names is None:
+    if len(rows) * len(cols) > HOVER_CELLS:  # named by row and column, not by their tokens
         customdata, hover = None, BLOCK_DIFFERENCE_HOVER if note else POSITION_DIFFERENCE_HOVER
         difference = difference.astype(np.float32)
     else:
@@ -68,7 +67,7 @@ def difference_heatmap(difference, query_labels: Sequence[str], key_labels: Sequ
         z=difference, x=list(range(len(cols))), y=list(range(len(rows))), customdata=customdata,
         colorscale=DIVERGING_SCALE, reversescale=True, zmid=0, zmin=-top, zmax=top,
         colorbar={"title": {"text": _("difference")}}, hovertemplate=_(hover),
-        xgap=1 if len(cols) <= HOVER_SIDE else 0, ygap=1 if len(rows) <= HOVER_SIDE else 0))
+        xgap=1 if len(cols) <= GAP_SIDE else 0, ygap=1 if len(rows) <= GAP_SIDE else 0))
     heading = f"{title}<br><sup>{subtitle}</sup>" if subtitle else title
     cell = max(3, min(26, 640 // max(1, len(rows))))
     fig.update_layout(title={"text": heading}, height=max(360, 160 + cell * len(rows)),
