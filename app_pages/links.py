@@ -26,7 +26,7 @@ import i18n
 import model
 from app_pages import widgets
 from app_pages.markdown import literal
-from app_pages.navigation import TEXT_PARAMS, PageSpec, flag
+from app_pages.navigation import FALSE, TEXT_PARAMS, TRUE, PageSpec, flag
 from i18n import N_, _
 
 RESTORED = "_link_restored"  # the session has read its URL
@@ -34,8 +34,6 @@ NOTES = "_link_notes"  # what the link asked for that could not be shown, said o
 # The longest query a link holds: links are pasted into slides, chats and e-mails, and some
 # servers and proxies refuse request lines longer than about 2,000 characters.
 MAX_QUERY = 2000
-TRUE = ("1", "true", "yes", "on")
-FALSE = ("0", "false", "no", "off")
 # What a link's parameters are called in a message about them (translated when shown).
 PARAMETER_NAMES = {"layer": N_("layer"), "head": N_("head"), "step": N_("step"),
                    "kind": N_("attention")}

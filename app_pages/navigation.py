@@ -51,9 +51,13 @@ def int_or_text(value: str) -> int | str:
     return int(value) if value.strip().lstrip("-").isdigit() else value
 
 
+TRUE = ("1", "true", "yes", "on")  # a link's words for on (and for off)
+FALSE = ("0", "false", "no", "off")
+
+
 def flag(value: str) -> bool:
-    """A link's on/off value (``1``, ``true``, ``yes``, ``on``: on)."""
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    """A link's on/off value (one of :data:`TRUE`: on)."""
+    return value.strip().lower() in TRUE
 
 
 # Parameters holding a user's text: left out of a link, longest first, when it grows too long.
