@@ -70,14 +70,9 @@ def seed_inputs() -> HandInputs:
 
 def checked_number(value, what: str) -> float:
     """A number a person typed: ``value`` as a float from −:data:`LARGEST_INPUT` to
-    :data:`LARGEST_INPUT`, or a ValueError naming ``what`` and the accepted range (a number box
+    :data:`LARGEST_INPUT`, or a ValueError naming ``what`` and the accepted range (an empty
+    cell or box, text, NaN, infinity, or a number too large for arithmetic by hand; a number box
     holds None for an empty box and for what it cannot hold: NaN, ±∞)."""
-    return _number(value, what)
-
-
-def _number(value, what: str) -> float:
-    """``value`` as a finite float, or a ValueError naming ``what`` (an empty cell, text, NaN,
-    infinity, or a number too large for arithmetic by hand)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise ValueError(_("{what} is empty or not a number: write a number from −{limit:g} "
                            "to {limit:g}.").format(what=what, limit=LARGEST_INPUT))
@@ -112,7 +107,7 @@ def _matrix(rows, what: str, words: Sequence[str]) -> np.ndarray:
     for word, row in zip(words, rows):
         if isinstance(row, str) or not isinstance(row, Sequence | np.ndarray):
             row = [row]
-        values.append([_number(v, _("{what} of “{word}”, entry {index}").format(
+        values.append([checked_number(v, _("{what} of “{word}”, entry {index}").format(
             what=what, word=word, index=index + 1)) for index, v in enumerate(row)])
     widths = sorted({len(row) for row in values})
     if len(widths) > 1:
@@ -145,7 +140,7 @@ def hand_inputs(words: Sequence[str], keys, values, query) -> HandInputs:
     V = _matrix(values, "V", words)
     if isinstance(query, str) or not isinstance(query, Sequence | np.ndarray):
         query = [query]
-    q = np.asarray([_number(v, _("q, entry {index}").format(index=i + 1))
+    q = np.asarray([checked_number(v, _("q, entry {index}").format(index=i + 1))
                     for i, v in enumerate(query)], dtype=np.float64)
     if q.size != K.shape[1]:
         raise ValueError(_("q has {q} entries but every key has {k}: a query is compared with "
