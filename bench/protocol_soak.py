@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import random
 import sys
@@ -62,7 +61,7 @@ from urllib.parse import parse_qsl, urlencode, urlparse
 import numpy as np
 import psutil
 
-from bench.soak import BASES, listening_pid, number_words, own_sentences
+from bench.soak import BASES, number_words, own_sentences, report, sampled, target_server
 
 PRETRAINED = ("minilm", "smollm2")  # bundled models that read any text
 OTHER_PAGES = ("head_view", "model_view", "mask", "rollout", "stats")  # by URL path
@@ -661,45 +660,18 @@ def main(argv: list[str] | None = None) -> int:
 
     _protos()  # import streamlit's messages before the clock starts
     with contextlib.ExitStack() as stack:
-        if args.url:
-            url = args.url.rstrip("/")
-            host = urlparse(url).hostname or ""
-            pid = args.pid or (listening_pid(url) if host in ("127.0.0.1", "localhost", "::1")
-                               else None)
-        else:
-            from tests.helpers import served_app
-
-            # no reruns when the app's files change under the test (served_app passes the
-            # environment on to Streamlit)
-            os.environ.setdefault("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")
-            url = stack.enter_context(served_app())
-            pid = listening_pid(url)
+        url, pid = target_server(args, stack)
         if args.warmup:  # one walk alone first, untimed: models loaded, caches filled
             warm = asyncio.run(Walker(url, args.sessions, args,
                                       own_sentences(args.seed + 1)[:4]).run())
             failed = sum(a.failure is not None for a in warm.actions)
             print(f"warm-up walk done in {warm.seconds:.0f} s: {len(warm.actions)} actions, "
                   f"{failed} failed", file=sys.stderr, flush=True)
-        sampler = Sampler(pid)
-        sampler.start()
-        print(f"{args.sessions} protocol sessions × {args.rounds} round(s) against {url}"
-              + (f" (server pid {pid})" if pid else ""), file=sys.stderr, flush=True)
-        started = time.monotonic()
-        try:
-            sessions = asyncio.run(run_sessions(url, args))
-        finally:
-            sampler.stop()
-        wall = time.monotonic() - started
+        sessions, sampler, wall = sampled(
+            url, pid, f"{args.sessions} protocol sessions × {args.rounds} round(s)",
+            lambda: asyncio.run(run_sessions(url, args)), Sampler(pid))
     fig = figures(sessions, sampler, wall)
-    print(table(fig, args.by_action))
-    for problem in fig["problems"][:10]:
-        print(f"  session {problem['session']}, {problem['name']}: {problem['failure']}: "
-              f"{problem['detail'][:200]!r}")
-    if len(fig["problems"]) > 10:
-        print(f"  … and {len(fig['problems']) - 10} more (see --json)")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"args": vars(args), **fig}, f, indent=2, ensure_ascii=False)
+    report(fig, args, lambda problem: problem["failure"], table(fig, args.by_action))
     return 0
 
 

@@ -36,6 +36,7 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from urllib.parse import urlparse
 
@@ -508,6 +509,49 @@ def table(fig: dict, by_action: bool = False) -> str:
     return "\n".join(lines)
 
 
+def target_server(args, stack: contextlib.ExitStack) -> tuple[str, int | None]:
+    """The app a soak drives and its server's pid: ``--url`` (its pid: ``--pid``, else the
+    process listening on it when it is on this machine), or one started here on a free port
+    (its file watcher off, so that others' edits do not rerun its sessions)."""
+    if args.url:
+        url = args.url.rstrip("/")
+        local = urlparse(url).hostname in ("127.0.0.1", "localhost", "::1")
+        return url, args.pid or (listening_pid(url) if local else None)
+    os.environ.setdefault("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")  # (passed to Streamlit)
+    url = stack.enter_context(served_app())
+    return url, listening_pid(url)
+
+
+def sampled(url: str, pid: int | None, what: str, run: Callable[[], list], sampler=None
+            ) -> tuple[list, Sampler, float]:
+    """``run()`` (the sessions) while ``sampler`` (default :class:`Sampler` of ``pid``)
+    samples the server: ``(sessions, sampler, wall seconds)``."""
+    sampler = sampler or Sampler(pid)
+    sampler.start()
+    print(f"{what} against {url}" + (f" (server pid {pid})" if pid else ""), file=sys.stderr,
+          flush=True)
+    started = time.monotonic()
+    try:
+        sessions = run()
+    finally:
+        sampler.stop()
+    return sessions, sampler, time.monotonic() - started
+
+
+def report(fig: dict, args, kind: Callable[[dict], str], table_text: str) -> None:
+    """Print a soak's table and its first problems (``kind``: what each went wrong with), and
+    write the figures to ``--json`` when asked."""
+    print(table_text)
+    for problem in fig["problems"][:10]:
+        print(f"  session {problem['session']}, {problem['name']}: {kind(problem)}: "
+              f"{problem['detail'][:200]!r}")
+    if len(fig["problems"]) > 10:
+        print(f"  … and {len(fig['problems']) - 10} more (see --json)")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"args": vars(args), **fig}, f, indent=2, ensure_ascii=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=25, help="concurrent sessions (25)")
@@ -528,36 +572,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshots:
         os.makedirs(args.screenshots, exist_ok=True)
     with contextlib.ExitStack() as stack:
-        if args.url:
-            url, pid = args.url.rstrip("/"), args.pid
-        else:
-            # no reruns when the app's files change under the test (served_app passes the
-            # environment on to Streamlit)
-            os.environ.setdefault("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")
-            url = stack.enter_context(served_app())
-            pid = listening_pid(url)
-        sampler = Sampler(pid)
-        sampler.start()
-        print(f"{args.sessions} sessions × {args.rounds} round(s) against {url}"
-              + (f" (server pid {pid})" if pid else ""), file=sys.stderr, flush=True)
-        started = time.monotonic()
-        try:
-            sessions = asyncio.run(run_sessions(url, args))
-        finally:
-            sampler.stop()
-        wall = time.monotonic() - started
+        url, pid = target_server(args, stack)
+        sessions, sampler, wall = sampled(
+            url, pid, f"{args.sessions} sessions × {args.rounds} round(s)",
+            lambda: asyncio.run(run_sessions(url, args)))
     fig = figures(sessions, sampler, wall)
-    print(table(fig, args.by_action))
-    for problem in fig["problems"][:10]:
-        kind = problem["failure"] or ("error shown" if problem["error_shown"] else
-                                      "earlier error still shown")
-        print(f"  session {problem['session']}, {problem['name']}: {kind}: "
-              f"{problem['detail'][:200]!r}")
-    if len(fig["problems"]) > 10:
-        print(f"  … and {len(fig['problems']) - 10} more (see --json)")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"args": vars(args), **fig}, f, indent=2, ensure_ascii=False)
+    report(fig, args, lambda problem: problem["failure"] or (
+        "error shown" if problem["error_shown"] else "earlier error still shown"),
+        table(fig, args.by_action))
     return 0
 
 
