@@ -75,6 +75,7 @@ class _Pending:
         self.value: Any = None
         self.error: BaseException | None = None
         self.language = ""  # of the session computing it: its error's message is in it
+        self.waiters = 0  # sessions waiting for it
 
 
 class Cancelled(Exception):  # noqa: N818 (what happened, not an error of the user's)
@@ -276,6 +277,8 @@ class SharedCache:
             mine = pending is None
             if mine:
                 pending = self._running[key] = _Pending()
+            else:
+                pending.waiters += 1
         if not mine:
             pending.done.wait()
             if pending.error is not None:

@@ -410,7 +410,7 @@ def test_a_waiter_on_a_run_its_session_stopped_computes_the_result_itself(stoppe
     result = []
     waiter = threading.Thread(target=lambda: result.append(cache.get("k", lambda: 7)))
     waiter.start()
-    time.sleep(0.1)
+    _until(lambda: cache._running["k"].waiters == 1)  # it waits for the run that will stop
     finish.set()
     waiter.join(5)
     leaver.join(5)
