@@ -88,7 +88,7 @@ def compile_pattern(pattern: str, what: str) -> re2._Regexp:
         raise ValueError(_("{what} {pattern} is not a regular expression this server reads "
                            "(words, |, groups, classes and repeats; no back-references or "
                            "look-arounds): {error}").format(
-            what=what, pattern=repr(pattern[:40]), error=reason)) from None
+            what=what, pattern=f"“{pattern[:40]}”", error=reason)) from None
 
 
 def token_text(token: str) -> str:
