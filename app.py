@@ -12,8 +12,8 @@ import pandas  # noqa: F401  (see below)
 import streamlit as st
 
 import i18n
-from app_pages import links
-from app_pages.common import (
+from app_pages.frame import links
+from app_pages.frame.common import (
     EXPORT_CONTEXT,
     FIGURES,
     choose_language,
@@ -21,7 +21,7 @@ from app_pages.common import (
     presenting,
     sidebar,
 )
-from app_pages.navigation import PAGES
+from app_pages.frame.navigation import PAGES
 from i18n import _
 
 log = logging.getLogger("attention_explorer")

@@ -7,7 +7,7 @@ serves with uvicorn, whose HTTP parser (h11) refuses a request head longer than 
 bare "400 Bad Request" page; Streamlit has no option for it. This launcher raises uvicorn's
 ``h11_max_incomplete_event_size`` (its documented setting) for Streamlit's server, so such a
 link opens the app, which cuts the text to ``max_chars`` and says that the text is too long for
-a link (:mod:`app_pages.links`).
+a link (:mod:`app_pages.frame.links`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
     .venv/bin/python -m bench.corpus --device cuda
 
 For minilm and smollm2, sentences per second (wall time, median of ``--runs``) of the corpus
-engine's statistics (:func:`model.corpus.corpus_table`: every head's statistics of every
+engine's statistics (:func:`model.corpus.engine.corpus_table`: every head's statistics of every
 sentence) three ways, measured alternately in this one process so that a loaded machine
 slows all of them:
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 def sentences(n: int) -> list[str]:
     """``n`` different English sentences of about 20 tokens: two sentences of the
     translator's synthetic corpus joined by "and"."""
-    from model.own.corpus import make_corpus
+    from model.own.training_pairs import make_corpus
 
     pool = [p.en for p in make_corpus(0).train]
     def joined(i: int) -> str:
@@ -54,7 +54,7 @@ def rates(spec: str, texts: list[str], args) -> None:
     """Print the sentences per second of ``spec`` batched and one at a time."""
     from model import load
     from model.analysis.statistics import head_stats
-    from model.corpus import corpus_table
+    from model.corpus.engine import corpus_table
 
     model = load(spec, device=args.device)
     tokens = [model.count_tokens(t).source for t in texts]
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args(argv)
 
-    from model.corpus import run_corpus
+    from model.corpus.engine import run_corpus
 
     texts = sentences(args.sentences)
     print(f"{len(texts)} sentences, {args.runs} runs each, batch {args.batch_size}, "

@@ -51,9 +51,9 @@ def _measure(spec: str, n_tokens: int) -> dict:
 
     import viz
     from model import load
+    from model.analysis.cuts import query_rows
     from model.analysis.statistics import summary_of
-    from model.analysis.views import query_rows
-    from model.blocked import head_pooled
+    from model.reading.blocks import head_pooled
 
     loaded = load(spec, device="cpu")
     text = text_of(loaded, n_tokens)
@@ -105,7 +105,7 @@ def part_two(n_traces: int, n_tokens: int) -> None:
     import psutil
     from streamlit.testing.v1 import AppTest
 
-    from app_pages.cache import get_model, shared_cache
+    from app_pages.cache.getters import get_model, shared_cache
 
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     smollm2 = get_model("smollm2", "cpu")  # the app's own copy: loaded once
@@ -122,7 +122,7 @@ def part_two(n_traces: int, n_tokens: int) -> None:
             at.session_state[key] = value
         at.run()
         start = time.perf_counter()
-        at.switch_page("app_pages/explore.py").run()
+        at.switch_page("app_pages/views/explore.py").run()
         seconds = time.perf_counter() - start
         if at.exception or at.error:
             print("failed:", [e.value for e in at.exception] + [e.value for e in at.error])

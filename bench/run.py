@@ -159,7 +159,7 @@ def bench_capture(spec: str, sizes, runs: int, device: str) -> dict:
 
 
 def bench_heads(trace, n: int, runs: int, cuda: bool) -> None:
-    from model.blocked import head_pooled
+    from model.reading.blocks import head_pooled
 
     name = trace.names[0]
     layer = trace.layers(name) // 2
@@ -211,7 +211,7 @@ def bench_figures(trace, n: int) -> None:
     import viz
     from model.analysis.rollout import rollout, rollout_factor
     from model.analysis.statistics import head_stats, layer_summaries
-    from model.blocked import head_pooled
+    from model.reading.blocks import head_pooled
     from viz.pooling import block_labels
 
     name = trace.names[0]
@@ -308,7 +308,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the table here")
     args = parser.parse_args()
     runs = max(5, args.runs)
-    import app_pages.cache  # noqa: F401  (the server's allocator settings, as the app runs)
+    import app_pages.cache.getters  # noqa: F401  (the server's allocator settings, as the app runs)
     from model.device import resolve_device
 
     device = str(resolve_device(args.device))

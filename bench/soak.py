@@ -49,7 +49,7 @@ VIEWPORT = {"width": 1280, "height": 900}
 PRETRAINED = ("minilm", "smollm2")  # bundled models that read any text
 OTHER_PAGES = ("Head view", "Model view", "Causal mask", "Rollout", "Head statistics")
 
-# own-translator's vocabulary (model/own/corpus.py), a part of it: sentences it can read.
+# own-translator's vocabulary (model/own/training_pairs.py), a part of it: sentences it can read.
 ANIMALS = ("cat", "dog", "mouse", "bird", "rabbit", "duck", "horse", "tiger", "monkey", "bear",
            "pig", "frog", "fox", "sheep", "cow")
 PLACES = ("mat", "sofa", "carpet", "table", "chair", "bed", "box", "tree", "floor", "roof")

@@ -11,12 +11,12 @@ The contract sits at the top (:mod:`.trace`, :mod:`.store`, :mod:`.facts`, :mod:
 their capture) and :mod:`.analysis` (numbers computed from a trace).
 """
 
-from .errors import ModelLoadError, UnknownWordsError
-from .facts import Family, ModelDims, PositionInfo, Step
-from .interface import Generates, Generation, LoadedModel
-from .loader import BUNDLED, MAX_SPEC, load
-from .own.config import TransformerConfig
-from .trace import AttentionTrace
+from model.errors import ModelLoadError, UnknownWordsError
+from model.interface import Generates, Generation, LoadedModel
+from model.loader import BUNDLED, MAX_SPEC, load
+from model.meta import Family, ModelDims, PositionInfo, Step
+from model.own.config import TransformerConfig
+from model.trace import AttentionTrace
 
 __all__ = ["BUNDLED", "MAX_SPEC", "AttentionTrace", "Family", "Generates", "Generation",
            "LoadedModel", "ModelDims", "ModelLoadError", "PositionInfo", "Step",

@@ -198,9 +198,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     """``python -m model export``: load, trace, save, and say what was written."""
-    from . import load  # imported late so that --help stays fast
-    from .device import resolve_device
-    from .facts import Family
+    from model import load  # imported late so that --help stays fast
+    from model.device import resolve_device
+    from model.meta import Family
 
     spec = args.model.strip()
     if not spec:
@@ -224,10 +224,10 @@ def _corpus(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from .analysis.corpus import Span
-    from .corpus import check_address, default_address, run_corpus, write_table
-    from .device import resolve_device
-    from .sentences import UNLIMITED, read_sentences
+    from model.corpus.engine import check_address, default_address, run_corpus, write_table
+    from model.corpus.sentences import UNLIMITED, read_sentences
+    from model.corpus.statistics import Span
+    from model.device import resolve_device
 
     spec = args.model.strip()
     if not spec:

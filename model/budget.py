@@ -26,9 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from i18n import _
-
-from .errors import ModelLoadError
-from .facts import Family, ModelDims
+from model.errors import ModelLoadError
+from model.meta import Family, ModelDims
 
 FLOAT32 = 4
 # Bytes per [query, key] cell of one head held while a page computes a layer (float32 weights,

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from .facts import Family, ModelDims, PositionInfo, Step
+from model.meta import Family, ModelDims, PositionInfo, Step
 
 if TYPE_CHECKING:
     import torch
 
-    from .batch import AttentionBatch
-    from .budget import Lengths
-    from .trace import AttentionTrace
+    from model.budget import Lengths
+    from model.reading.batch import AttentionBatch
+    from model.trace import AttentionTrace
 
 PARAMETER_KINDS = ("attention", "ffn", "embeddings")
 
@@ -80,8 +80,8 @@ class LoadedModel(Protocol):
     def attention_batch(self, texts: list[str]) -> AttentionBatch:
         """Run ``texts`` together (one padded batch where the model allows it) for statistics
         over many sentences: a trace per text and every text's weights of a layer at once,
-        padding left out (:class:`~model.batch.AttentionBatch`). An encoder-decoder traces its
-        own output for each text."""
+        padding left out (:class:`~model.reading.batch.AttentionBatch`). An encoder-decoder
+        traces its own output for each text."""
         ...
 
     def trace(self, text: str, target: str | None = None) -> AttentionTrace:
@@ -108,7 +108,7 @@ class Generation:
         model: the SPEC of the model that generated.
         prompt_tokens: what the model read before generating: the prompt (decoder-only) or
             the source sentence (encoder-decoder), display tokens.
-        steps: one :class:`~model.facts.Step` per step: the token written, its probability and
+        steps: one :class:`~model.meta.Step` per step: the token written, its probability and
             the most probable tokens.
         cached_tokens: ``[step]``: tokens in each decoder layer's self-attention cache after
             the step (the step's query rows end there).

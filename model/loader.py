@@ -7,10 +7,9 @@ The only module that knows which adapter serves a SPEC; everything else reads th
 from __future__ import annotations
 
 from i18n import _
-
-from .errors import ModelLoadError
-from .interface import LoadedModel
-from .policy import OPEN, LoadPolicy
+from model.errors import ModelLoadError
+from model.interface import LoadedModel
+from model.policy import OPEN, LoadPolicy
 
 BUNDLED = ("own-random", "own-translator", "minilm", "smollm2")
 MAX_SPEC = 512  # characters: longer than any hub id, and than most paths
@@ -47,11 +46,11 @@ def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
                                "or a path (at most {most})").format(count=len(spec),
                                                                      most=MAX_SPEC))
     if spec == "own-random":
-        from .own.adapter import OwnModel
+        from model.own.adapter import OwnModel
 
         return OwnModel.random(device)
     if spec == "own-translator":
-        from .own.translator import Translator
+        from model.own.translator import Translator
 
         return Translator.from_files(device=device)
     if spec not in BUNDLED and not policy.other:
@@ -61,6 +60,6 @@ def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
     if trust_remote_code and not policy.trust_remote_code:
         raise ModelLoadError(_("this server does not run a checkpoint's own code "
                                "(trust_remote_code is off)"))
-    from .hf.adapter import HFModel
+    from model.hf.adapter import HFModel
 
     return HFModel.load(spec, device=device, trust_remote_code=trust_remote_code, policy=policy)

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from i18n import _
-
-from .errors import ModelLoadError
+from model.errors import ModelLoadError
 
 GB = 1024 ** 3
 ON = ("1", "on", "true", "yes")

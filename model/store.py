@@ -69,7 +69,7 @@ class Block:
 
     ``weights`` is ``[head, rows, keys]`` float32: a numpy view for a store that holds its
     weights, a torch tensor on the model's device for one that computes them
-    (:mod:`model.blocked` reads both). Keys from ``weights.shape[-1]`` on are exactly 0: a
+    (:mod:`model.reading.blocks` reads both). Keys from ``weights.shape[-1]`` on are exactly 0: a
     causal block stops at the last key its rows may see.
     """
 

@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 
 from i18n import _
-
-from .facts import (
+from model.meta import (
     CAUSAL_KINDS,
     Family,
     ModelDims,
@@ -35,7 +34,7 @@ from .facts import (
     Step,
     dims_from_facts,
 )
-from .store import BLOCK_BYTES, AttentionStore, Block, DenseStore, check_index, readonly
+from model.store import BLOCK_BYTES, AttentionStore, Block, DenseStore, check_index, readonly
 
 TOKEN_FIELDS = {"tokens": ("tokens", "ids"), "source": ("source_tokens", "source_ids"),
                 "target": ("target_tokens", "target_ids")}
@@ -53,7 +52,7 @@ class AttentionTrace:
 
     Args:
         model: the model's name (a bundled name, hub id or path).
-        family: a :class:`~model.facts.Family` (or its string).
+        family: a :class:`~model.meta.Family` (or its string).
         attention: ``kind -> `` an :class:`~model.store.AttentionStore` or a numpy array
             ``[layer, head, query, key]`` of weights.
         tokens, ids: display tokens and input ids of a single-stack model.
@@ -63,11 +62,11 @@ class AttentionTrace:
             head serves ``n_heads // n_kv_heads`` consecutive query heads).
         positional: the positional scheme (``sinusoidal``, ``rope``, ``learned``, ...).
         device, dtype: where and in what precision the model ran.
-        steps: per generation step, a :class:`~model.facts.Step`; empty when nothing was
+        steps: per generation step, a :class:`~model.meta.Step`; empty when nothing was
             generated.
         special_positions: positions of special tokens (``[CLS]``, ``<bos>``) per token axis
             (``tokens``, or ``source`` and ``target``).
-        meta: further JSON-able facts; the models write :data:`model.facts.FACT_KEYS`. A
+        meta: further JSON-able facts; the models write :data:`model.meta.FACT_KEYS`. A
             ``"special"`` entry (how older exports kept special positions) moves to
             ``special_positions``.
         unknown: per token axis, the positions of unknown tokens (``[UNK]``: the tokenizer had
@@ -136,7 +135,7 @@ class AttentionTrace:
         object.__setattr__(self, "attention", stores)
         steps = tuple(self.steps)
         if not all(isinstance(step, Step) for step in steps):
-            raise TypeError("steps must be model.facts.Step records")
+            raise TypeError("steps must be model.meta.Step records")
         object.__setattr__(self, "steps", steps)
         special = {axis: tuple(self._check_positions(axis, positions, "special positions"))
                    for axis, positions in dict(self.special_positions).items()}
@@ -233,7 +232,7 @@ class AttentionTrace:
 
     def blocks(self, name: str, layer: int, heads=None, rows: range | None = None,
                budget: int = BLOCK_BYTES, align: tuple[int, int] = (1, 1)) -> Iterator[Block]:
-        """One layer's weights in blocks of query rows (see :mod:`model.blocked`, which reads
+        """One layer's weights in blocks of query rows (see :mod:`model.reading.blocks`, which reads
         them): ``[head, rows, keys]`` at most ``budget`` bytes at a time, computed where the
         model ran for a trace that computes heads when asked.
 

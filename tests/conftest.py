@@ -1,8 +1,16 @@
 """Shared fixtures: the own-random model and its trace of the seed sentence, and the tiny
-Hugging Face checkpoints (built once per session). Helpers live in :mod:`tests.helpers`."""
+Hugging Face checkpoints (built once per session). Helpers live in :mod:`tests.helpers`.
+
+The tiers: ``tests/unit`` (functions and figures), ``tests/app`` (pages under Streamlit's
+AppTest, and the served app), ``tests/browser`` (the served app in Chromium) and
+``tests/lessons`` (each lesson's numbers and pages). Markers are set here from what a test does,
+so that a tier can be run on its own whatever file it sits in: ``browser`` (drives Chromium;
+always ``slow`` too) and ``apptest`` (runs a page under AppTest).
+"""
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import pytest
@@ -12,6 +20,27 @@ import pytest
 os.environ.setdefault("ATTENTION_EXPLORER_DEBUG", "1")
 
 from tests.helpers import SEED_SENTENCE, build_tiny_checkpoints
+
+_BROWSER = ("chromium_page(", "sync_playwright(", "CHROMIUM")
+_APPTEST = ("app_test(", "AppTest")
+
+
+def _source(item) -> str:
+    try:
+        return inspect.getsource(item.function)
+    except (OSError, TypeError, AttributeError):
+        return ""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test by what it drives: ``browser`` (and ``slow``) or ``apptest``."""
+    for item in items:
+        source = _source(item)
+        if any(word in source for word in _BROWSER):
+            item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.slow)
+        if any(word in source for word in _APPTEST):
+            item.add_marker(pytest.mark.apptest)
 
 
 @pytest.fixture(scope="session")

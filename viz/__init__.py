@@ -3,14 +3,14 @@
 Imports numpy and plotly only (never streamlit, torch or transformers). Builders are pure.
 """
 
-from .bars import distribution_bars
-from .compare import difference_heatmap
-from .costs import complexity_curves
-from .head_view import head_view
-from .heatmap import attention_heatmap, heads_grid
-from .mask_view import mask_view
-from .model_view import model_view
-from .positional import (
+from viz.bars import distribution_bars
+from viz.compare import difference_heatmap
+from viz.costs import complexity_curves
+from viz.head_view import head_view
+from viz.heatmap import attention_heatmap, heads_grid
+from viz.mask_view import mask_view
+from viz.model_view import model_view
+from viz.positional import (
     clock_hands,
     rope_circles,
     rope_offsets,
@@ -18,7 +18,7 @@ from .positional import (
     similarity_matrix,
     sinusoidal_heatmap,
 )
-from .stats import stats_heatmap
+from viz.stats import stats_heatmap
 
 __all__ = [
     "attention_heatmap", "clock_hands", "complexity_curves", "difference_heatmap",

@@ -8,9 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import _
-
-from .labels import axis_ticks, escape
-from .style import BAR_COLOR, GRID_COLOR, HIGHLIGHT_COLOR, themed
+from viz.labels import axis_ticks, escape
+from viz.style import BAR_COLOR, GRID_COLOR, HIGHLIGHT_COLOR, themed
 
 
 def distribution_bars(values, labels: Sequence[str], *, highlight: int | None = None,

@@ -8,10 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import N_, _
-
-from .heatmap import HOVER_CELLS, PLOT_WIDTH_PX, _check_pooled, _pooled
-from .labels import axis_ticks, escape, labels_that_fit
-from .style import DIVERGING_SCALE, themed
+from viz.heatmap import HOVER_CELLS, PLOT_WIDTH_PX, _check_pooled, _pooled
+from viz.labels import axis_ticks, escape, labels_that_fit
+from viz.style import DIVERGING_SCALE, themed
 
 GAP_SIDE = 64  # past this many rows or columns, cells are drawn without gaps between them
 

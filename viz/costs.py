@@ -6,8 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import _
-
-from .style import (
+from viz.style import (
     ATTENTION_CURVE_COLOR,
     CURRENT_COLOR,
     GRID_COLOR,

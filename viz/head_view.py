@@ -15,9 +15,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import _
-
-from .labels import escape, labels_that_fit
-from .style import (
+from viz.labels import escape, labels_that_fit
+from viz.style import (
     TOKEN_MARKER_COLOR,
     TOKEN_MARKER_SIZE,
     head_color,

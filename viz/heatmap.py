@@ -15,10 +15,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from i18n import N_, _
-
-from .labels import axis_ticks, check_weights, escape, labels_that_fit
-from .pooling import block_factor, block_labels, pool_allowed, pool_weights
-from .style import (
+from viz.labels import axis_ticks, check_weights, escape, labels_that_fit
+from viz.pooling import block_factor, block_labels, pool_allowed, pool_weights
+from viz.style import (
     HIGHLIGHT_COLOR,
     MASK_COLOR,
     SMALL_TICK_FONT,
@@ -189,7 +188,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
         highlight: ``(query, key)``: a cell outlined (its block when the axes are pooled),
             e.g. a pair a lesson points at.
         factors: ``weights`` are already pooled, by this many tokens per query block and per
-            key block (see :func:`model.blocked.pool`); the tokens and ``allowed`` are still
+            key block (see :func:`model.reading.blocks.pool`); the tokens and ``allowed`` are still
             per token.
         key_hover: what hovering a column says of its key (default ``"j: token"``), e.g. the
             positions of a region in the whole input; unused when pooled.

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .style import SPECIAL_TOKEN_COLOR
+from viz.style import SPECIAL_TOKEN_COLOR
 
 
 def visible(token: str) -> str:

@@ -9,10 +9,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from i18n import N_, _
-
-from .heatmap import _hover_data
-from .labels import axis_ticks, check_weights, labels_that_fit
-from .style import (
+from viz.heatmap import _hover_data
+from viz.labels import axis_ticks, check_weights, labels_that_fit
+from viz.style import (
     ALLOWED_COLOR,
     CELL_FONT_SIZE,
     CELL_TEXT_COLOR,

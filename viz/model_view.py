@@ -6,9 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import _
-
-from .pooling import block_factor, pool_weights
-from .style import TRANSPARENT, WEIGHT_SCALE, themed
+from viz.pooling import block_factor, pool_weights
+from viz.style import TRANSPARENT, WEIGHT_SCALE, themed
 
 
 def model_view(trace, name: str, tile: int = 16, title: str = "", tiles=None) -> go.Figure:
@@ -24,7 +23,7 @@ def model_view(trace, name: str, tile: int = 16, title: str = "", tiles=None) ->
         tile: cells per tile side at most.
         title: the figure's title.
         tiles: every head already pooled where the model ran, float ``[layer, head, tq, tk]``
-            (see :class:`model.blocked.LayerSummary`); ``tile`` is then unused.
+            (see :class:`model.reading.blocks.LayerSummary`); ``tile`` is then unused.
 
     Returns:
         a figure with one ``go.Heatmap``.

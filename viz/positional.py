@@ -9,8 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import _
-
-from .style import (
+from viz.style import (
     DIVERGING_SCALE,
     GRID_COLOR,
     GUIDE_COLOR,

@@ -23,7 +23,7 @@ import unicodedata
 import numpy as np
 import plotly.graph_objects as go
 
-from .style import WEIGHT_SCALE
+from viz.style import WEIGHT_SCALE
 
 TITLE_PX = 26
 TICK_PX = 18

@@ -8,9 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import _
-
-from .model_view import click_targets
-from .style import SEQUENTIAL_SCALE, themed
+from viz.model_view import click_targets
+from viz.style import SEQUENTIAL_SCALE, themed
 
 
 def stats_heatmap(values, metric: str, description: str = "", interval=None,

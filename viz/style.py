@@ -7,7 +7,7 @@ head-coloured view.
 Figures follow Streamlit's light or dark theme: backgrounds are transparent and text takes the
 theme's colour (no figure sets one for text on the background). The colours set here for marks
 drawn on the background are mid-tones that read on white and on Streamlit's dark background
-(``tests/test_theme.py`` checks their contrast on both).
+(``tests/unit/test_theme.py`` checks their contrast on both).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ streamlit or :mod:`model.hf`.
 The statistics and rollout are importable from here too, as before the package had rooms.
 """
 
-from .rollout import rollout
-from .statistics import STATS, aggregate, head_stats, span_attention
+from model.analysis.rollout import rollout
+from model.analysis.statistics import STATS, aggregate, head_stats, span_attention
 
 __all__ = ["STATS", "aggregate", "head_stats", "rollout", "span_attention"]

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections import Counter
 
 from i18n import _
-
-from ..facts import Family, ModelDims
-from ..interface import PARAMETER_KINDS, LoadedModel
-from ..trace import AttentionTrace
+from model.interface import PARAMETER_KINDS, LoadedModel
+from model.meta import Family, ModelDims
+from model.trace import AttentionTrace
 
 
 def parameter_split(loaded: LoadedModel) -> dict[str, int]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..interface import LoadedModel
-from ..own.position_encoding import rope_frequencies, rope_rotate, sinusoidal_table
+from model.interface import LoadedModel
+from model.own.position_encoding import rope_frequencies, rope_rotate, sinusoidal_table
 
 
 def sinusoidal(n_positions: int, d_model: int) -> np.ndarray:

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..blocked import LayerSummary, factors
-from ..trace import AttentionTrace
-from .statistics import ROLLOUT_SIDE, layer_summaries
-from .views import FIT_ABOVE
+from model.analysis.cuts import FIT_ABOVE
+from model.analysis.statistics import ROLLOUT_SIDE, layer_summaries
+from model.reading.blocks import LayerSummary, factors
+from model.trace import AttentionTrace
 
 
 def rollout(trace: AttentionTrace, name: str, residual: float = 0.5,

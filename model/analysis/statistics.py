@@ -1,5 +1,5 @@
 """Head statistics, aggregates over heads and span-to-span attention (heads read in row
-blocks by :mod:`model.blocked`).
+blocks by :mod:`model.reading.blocks`).
 
 Attention weights show where a model looked, not why it decided: none of these numbers is an
 explanation.
@@ -12,9 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from i18n import N_, _
-
-from ..blocked import LayerSummary, layer_summary
-from ..trace import AttentionTrace
+from model.reading.blocks import LayerSummary, layer_summary
+from model.trace import AttentionTrace
 
 # What each statistic measures, in English (marked for the catalog): show ``_(STATS[key])``.
 STATS = {
@@ -31,7 +30,7 @@ def head_stats(trace: AttentionTrace, name: str,
     """Per-head statistics of :data:`STATS`, each float64 ``[layer, head]``.
 
     Every head of a layer is read in one pass, in row blocks where the model ran
-    (:func:`model.blocked.summarise`). Self-statistics (distance, previous token, self) need
+    (:func:`model.reading.blocks.summarise`). Self-statistics (distance, previous token, self) need
     queries and keys on one axis; for cross-attention they are NaN.
 
     Args:
@@ -44,7 +43,7 @@ def head_stats(trace: AttentionTrace, name: str,
 
 
 def layer_summaries(trace: AttentionTrace, name: str, progress=None) -> list[LayerSummary]:
-    """:func:`model.blocked.layer_summary` of every layer of ``name``, at the sizes the
+    """:func:`model.reading.blocks.layer_summary` of every layer of ``name``, at the sizes the
     analyses draw (:data:`TILE`, :data:`GRID`, :data:`ROLLOUT_SIDE`).
 
     Args:
@@ -60,7 +59,7 @@ def layer_summaries(trace: AttentionTrace, name: str, progress=None) -> list[Lay
 
 
 def summary_of(trace: AttentionTrace, name: str, layer: int) -> LayerSummary:
-    """One layer's :class:`~model.blocked.LayerSummary` at the sizes the pages draw."""
+    """One layer's :class:`~model.reading.blocks.LayerSummary` at the sizes the pages draw."""
     return layer_summary(trace, name, layer, tile=TILE, grid=GRID, mean_side=ROLLOUT_SIDE)
 
 

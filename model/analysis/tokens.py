@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..trace import AttentionTrace
+from model.trace import AttentionTrace
 
 PIECE = re.compile(r"^(.*)\[(\d+)/(\d+)\]$")
 EXAMPLES = 8

@@ -10,6 +10,6 @@
 Never imports :mod:`model.own`.
 """
 
-from .adapter import HFModel
+from model.hf.adapter import HFModel
 
 __all__ = ["HFModel"]

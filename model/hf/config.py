@@ -4,8 +4,8 @@ Configs name the same fact differently (``hidden_size`` / ``d_model`` / ``n_embd
 ``head_dim``, ``intermediate_size`` / ``d_ff`` / ``encoder_ffn_dim`` / ``n_inner``, layer counts
 per stack). transformers' ``attribute_map`` already answers ``hidden_size``,
 ``num_attention_heads`` and ``num_hidden_layers`` for most; what it does not cover is read here,
-into :class:`~model.facts.ModelDims`, :class:`~model.facts.PositionInfo` and a
-:class:`~model.facts.Family`.
+into :class:`~model.meta.ModelDims`, :class:`~model.meta.PositionInfo` and a
+:class:`~model.meta.Family`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from transformers.models.auto.modeling_auto import (
 )
 
 from i18n import _
-
-from ..errors import ModelLoadError
-from ..facts import Family, ModelDims, PositionInfo
+from model.errors import ModelLoadError
+from model.meta import Family, ModelDims, PositionInfo
 
 ENCODERS = {"bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2",
             "xlm-roberta", "mpnet", "camembert", "modernbert"}

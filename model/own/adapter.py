@@ -19,20 +19,19 @@ import numpy as np
 import torch
 
 from i18n import _
-
-from ..batch import AttentionBatch, padded_from_traces
-from ..budget import Lengths, dense_bytes
-from ..device import resolve_device
-from ..errors import UnknownWordsError
-from ..facts import CAUSAL_KINDS, Family, ModelDims, PositionInfo, Step, model_facts
-from ..store import DenseStore
-from ..text import check_text
-from ..trace import TOKEN_FIELDS, AttentionTrace
-from .config import TransformerConfig
-from .hooks import capture
-from .position_encoding import sinusoidal_table
-from .transformer import Embeddings, MultiHeadAttention, PositionwiseFFN, Transformer
-from .vocab import BOS, SPECIALS, WordVocab, split_words
+from model.budget import Lengths, dense_bytes
+from model.device import resolve_device
+from model.errors import UnknownWordsError
+from model.meta import CAUSAL_KINDS, Family, ModelDims, PositionInfo, Step, model_facts
+from model.own.config import TransformerConfig
+from model.own.hooks import capture
+from model.own.position_encoding import sinusoidal_table
+from model.own.transformer import Embeddings, MultiHeadAttention, PositionwiseFFN, Transformer
+from model.own.vocab import BOS, SPECIALS, WordVocab, split_words
+from model.reading.batch import AttentionBatch, padded_from_traces
+from model.store import DenseStore
+from model.text import check_text
+from model.trace import TOKEN_FIELDS, AttentionTrace
 
 RANDOM_SEED = 0
 RANDOM_VOCAB = 1024
@@ -212,7 +211,7 @@ class OwnModel:
 
     def attention_batch(self, texts: list[str]) -> AttentionBatch:
         """Trace each text (the own models run one sentence at a time) and hand their weights
-        out as one padded batch (:class:`~model.batch.AttentionBatch`)."""
+        out as one padded batch (:class:`~model.reading.batch.AttentionBatch`)."""
         return padded_from_traces([self.trace(text) for text in texts], self.device)
 
     def _own_target(self, words: list[str], src_ids: list[int]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from ..facts import Family
+from model.meta import Family
 
 Positional = Literal["sinusoidal", "rope"]
 

@@ -1,7 +1,8 @@
 """Train ``own-translator``: ``python -m model.own.train`` (see ``--help``).
 
 A small encoder-decoder (d_model 128, 4 heads, 3 + 3 layers, d_ff 512) on the synthetic corpus of
-:mod:`model.own.corpus`, with label smoothing, the warm-up schedule of "Attention Is All You Need"
+:mod:`model.own.training_pairs`, with label smoothing, the warm-up schedule of "Attention Is All
+You Need"
 (lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)) and guided alignment: a small
 extra loss pulls the head-averaged cross-attention of the last decoder layer towards the
 corpus's gold word alignment (Garg et al. 2019; Marian's ``--guided-alignment``), so that the
@@ -23,12 +24,12 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from tqdm import tqdm
 
-from ..device import resolve_device
-from .config import TransformerConfig
-from .corpus import make_corpus, vocabularies
-from .transformer import Transformer
-from .translator import CARD, STAGES_DIR, WEIGHTS, Translator, stage_path
-from .vocab import WordVocab, split_words
+from model.device import resolve_device
+from model.own.config import TransformerConfig
+from model.own.training_pairs import make_corpus, vocabularies
+from model.own.transformer import Transformer
+from model.own.translator import CARD, STAGES_DIR, WEIGHTS, Translator, stage_path
+from model.own.vocab import WordVocab, split_words
 
 CONFIG = dict(d_model=128, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=512,
               dropout=0.1, max_len=64)

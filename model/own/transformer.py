@@ -21,11 +21,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from i18n import _
-
-from ..facts import Family
-from .config import TransformerConfig
-from .hooks import HookPoint
-from .position_encoding import rope_rotate, sinusoidal_table
+from model.meta import Family
+from model.own.config import TransformerConfig
+from model.own.hooks import HookPoint
+from model.own.position_encoding import rope_rotate, sinusoidal_table
 
 
 def causal_mask(length: int, device: torch.device | str | None = None) -> torch.Tensor:

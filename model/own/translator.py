@@ -4,7 +4,7 @@ Greedy decoding writes one word at a time (seed 3.4 step 3). ``trace`` (inherite
 :class:`~model.own.adapter.OwnModel`) holds the source, the full target (``<bos>`` and the words
 written) and the attention of every step: the decoder is causal, so row t of the final pass is
 exactly what step t saw (a test checks this against step-by-step decoding). ``steps`` holds
-each step's next-token distribution (a :class:`~model.facts.Step`).
+each step's next-token distribution (a :class:`~model.meta.Step`).
 
 ``generate`` decodes the same way with a KV cache, as a served model does: each step projects
 only the newest token to keys and values and appends them to every decoder layer's cache, while
@@ -22,16 +22,15 @@ import torch
 from safetensors.torch import load_file
 
 from i18n import _
-
-from ..device import resolve_device
-from ..facts import Step
-from ..interface import Generation
-from ..text import check_text
-from .adapter import OwnModel, _encode
-from .config import TransformerConfig
-from .position_encoding import rope_rotate
-from .transformer import MultiHeadAttention, Transformer, attention
-from .vocab import SPECIALS, WordVocab, split_words
+from model.device import resolve_device
+from model.interface import Generation
+from model.meta import Step
+from model.own.adapter import OwnModel, _encode
+from model.own.config import TransformerConfig
+from model.own.position_encoding import rope_rotate
+from model.own.transformer import MultiHeadAttention, Transformer, attention
+from model.own.vocab import SPECIALS, WordVocab, split_words
+from model.text import check_text
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 WEIGHTS = WEIGHTS_DIR / "own-translator.safetensors"

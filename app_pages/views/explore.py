@@ -1,0 +1,178 @@
+"""Explore: one head's attention as a heatmap, and every head of the layer side by side."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import viz
+from app_pages.cache.getters import get_head_view, get_layer_summary, get_region
+from app_pages.frame import widgets
+from app_pages.frame.common import (
+    FAMILY_NAMES,
+    SCHEME_NAMES,
+    chart,
+    explained_errors,
+    kind_selector,
+    literal,
+    load_run,
+    named,
+)
+from app_pages.frame.navigation import PAGES, script
+from i18n import _
+from model.analysis.cuts import FIT_ABOVE, colour_ceiling, query_rows, writes_words
+from viz import export
+from viz.pooling import block_labels, pool_allowed
+
+HIGHLIGHT = "explore_highlight"  # a cell another page asked to outline (a lesson's pair)
+# the lesson that opens heads with a cell outlined, by its title (in English)
+SEE_IT = next(page.title for page in PAGES if page.path == script("lesson_see_it"))
+
+st.title(_("Explore attention"))
+run = load_run()
+trace = run.trace
+if "open_head" in st.session_state:  # a click in another view chose a head
+    opened = st.session_state.pop("open_head")
+    try:  # (kind, layer, head), or with the cell to outline: (query, key, its two labels)
+        kind, layer_, head_ = opened[:3]
+        st.session_state.update(kind=kind, layer=layer_, head=head_)
+        st.session_state[HIGHLIGHT] = (kind, layer_, head_, *opened[3]) \
+            if len(opened) > 3 else None
+    except (TypeError, ValueError):  # a leftover of another shape: open what the widgets hold
+        st.session_state[HIGHLIGHT] = None
+
+
+def highlighted_cell(name: str, rows, k_tokens) -> tuple | None:
+    """The outlined pair, ``(layer, head, query, key, label)``, when it belongs to this kind
+    and to this trace (its row and column still name the same words); else None, and a pair
+    of another text is forgotten."""
+    stored = st.session_state.get(HIGHLIGHT)
+    try:
+        kind, layer_, head_, query, key, query_label, key_label = stored
+        if kind != name:
+            return None
+        if not (0 <= query < len(rows.labels) and 0 <= key < len(k_tokens)
+                and rows.labels[query] == query_label and k_tokens[key] == key_label
+                and 0 <= layer_ < trace.layers(name) and 0 <= head_ < trace.n_heads):
+            raise ValueError(stored)
+    except (TypeError, ValueError):
+        if stored is not None:
+            st.session_state[HIGHLIGHT] = None
+        return None
+    return layer_, head_, query, key, f"{query_label} → {key_label}"
+
+
+left, mid, right = st.columns([2, 1, 1])
+name = kind_selector(trace, left)
+n_layers = trace.layers(name)
+layer = widgets.selectbox(_("Layer"), range(n_layers), key="layer", container=mid)
+group = trace.n_heads // trace.n_kv_heads
+head = widgets.selectbox(
+    _("Head"), range(trace.n_heads), key="head", container=right,
+    format_func=lambda h: _("{head} (K/V head {kv_head})").format(head=h, kv_head=trace.kv_head(h))
+    if group > 1 else str(h))
+
+rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
+pair = highlighted_cell(name, rows, k_tokens)
+cell = pair[2:4] if pair is not None and pair[:2] == (layer, head) else None
+COLOUR_SCALES = {"auto": None, "full": False, "fit": True}
+scale = widgets.radio(
+    _("Colour scale"), list(COLOUR_SCALES), key="colour_scale", horizontal=True,
+    format_func={"auto": _("automatic"), "full": _("0 to 1"),
+                 "fit": _("fitted to this layer")}.get,
+    help=_("Long inputs spread each row over many tokens, so every weight is small. Fitted, the "
+           "layer's largest weight is the darkest; automatic fits past {fit_above} tokens."
+           ).format(fit_above=FIT_ABOVE))
+HEAD_SIDE = 256  # cells a side of the head's heatmap: longer inputs are drawn in blocks
+with explained_errors():  # running out of memory, explained on the page
+    summary = get_layer_summary(run, name, layer)  # every head of the layer, once
+    weights, factors = get_head_view(run, name, layer, head, HEAD_SIDE)
+allowed = trace.mask(name, layer)
+zmax, fitted = colour_ceiling(summary.peak, len(k_tokens), COLOUR_SCALES[scale])
+heatmap = viz.attention_heatmap(
+    weights, rows.labels, k_tokens, allowed=allowed, factors=factors, max_side=HEAD_SIDE,
+    title=_("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head),
+    y_title=rows.title, special=(rows.special, trace.special(name)[1]), zmax=zmax,
+    query_hover=rows.hover, highlight=cell)
+grid = viz.heads_grid(summary.grid, rows.labels, k_tokens, allowed=allowed,
+                      factors=summary.grid_factors, cols=3 if trace.n_heads % 3 == 0 else 4,
+                      zmax=zmax, query_hover=rows.hover,
+                      highlight=None if cell is None else (head, *cell))
+if fitted:
+    st.caption(_("Colours fitted to this layer: the darkest colour is its largest weight away "
+                 "from the first token, {zmax:.3f}; weights on the first token (often an "
+                 "'attention sink') may be larger and are drawn darkest too."
+                 ).format(zmax=zmax))
+if cell is not None:
+    st.info(_("Outlined: {pair}, weight {weight:.2f}. The lesson “{lesson}” searched every layer "
+              "and head for this pair's largest weight and found it here.").format(
+        pair=pair[4], weight=float(get_region(run, name, layer, head, range(cell[0], cell[0] + 1),
+                                             range(cell[1], cell[1] + 1))[0, 0]),
+        lesson=_(SEE_IT)),
+        icon=":material/highlight_alt:")
+elif pair is not None:
+    st.caption(_("The pair {pair} the lesson “{lesson}” pointed at is outlined in layer "
+                 "{layer}, head {head}.").format(pair=pair[4], lesson=_(SEE_IT), layer=pair[0],
+                                                 head=pair[1]))
+def shown_table(weights=weights, factors=factors, allowed=allowed) -> bytes:
+    """The weights drawn as CSV (masked cells empty): every token's, or a long input's blocks
+    (exact weights of any region are in the zoom)."""
+    fq, fk = factors
+    return export.matrix_csv(np.where(pool_allowed(allowed, fq, fk), weights, np.nan),
+                             block_labels(rows.labels, fq), block_labels(k_tokens, fk),
+                             corner=_("query \\ key"))
+
+
+chart(heatmap, key="head_heatmap", name=(name, f"layer {layer}", f"head {head}"),
+      table=shown_table)
+st.caption(_("Rows: the word the decoder is writing (it reads the word before). Columns: the "
+             "token it looks at (key). Each row sums to 1. Grey cells are masked: the model may "
+             "not look there. Grey italic labels are special tokens.")
+           if writes_words(trace, name) else
+           _("Rows: the token that is looking (query). Columns: the token it looks at (key). "
+             "Each row sums to 1. Grey cells are masked: the model may not look there. Grey "
+             "italic labels are special tokens."))
+
+if factors != (1, 1):  # drawn in blocks: any region can be seen token by token
+    with st.expander(_("Zoom: a region token by token, exact weights"), expanded=False):
+        n_q, n_k = len(rows.labels), len(k_tokens)
+        zoom_q, zoom_k = st.columns(2)
+        qa, qb = widgets.slider(_("Queries"), 0, n_q, (0, min(n_q, HEAD_SIDE)), key="zoom_q",
+                                container=zoom_q)
+        ka, kb = widgets.slider(_("Keys"), 0, n_k, (0, min(n_k, HEAD_SIDE)), key="zoom_k",
+                                container=zoom_k)
+        if qb - qa > HEAD_SIDE or kb - ka > HEAD_SIDE:
+            qb, kb = min(qb, qa + HEAD_SIDE), min(kb, ka + HEAD_SIDE)
+            st.caption(_("At most {side} tokens a side are drawn token by token: showing "
+                         "queries {qa}–{qb} and keys {ka}–{kb}.").format(
+                side=HEAD_SIDE, qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
+        if qb > qa and kb > ka:
+            with explained_errors():
+                region = get_region(run, name, layer, head, range(qa, qb), range(ka, kb))
+            chart(viz.attention_heatmap(
+                region,
+                rows.labels[qa:qb], list(k_tokens[ka:kb]), allowed=allowed[qa:qb, ka:kb],
+                max_side=HEAD_SIDE, zmax=zmax, y_title=rows.title,
+                query_hover=rows.hover[qa:qb],
+                key_hover=[f"{j}: {t}" for j, t in enumerate(k_tokens[ka:kb], start=ka)],
+                title=_("Queries {qa}–{qb} × keys {ka}–{kb}, token by token").format(
+                    qa=qa, qb=qb - 1, ka=ka, kb=kb - 1)),
+                key="zoom_heatmap", name=(name, f"layer {layer}", f"head {head}", "zoom"))
+        else:
+            st.info(_("Choose at least one query and one key."))
+
+st.subheader(_("All {n_heads} heads of layer {layer}").format(n_heads=trace.n_heads, layer=layer))
+if group > 1:
+    st.caption(_("Grouped-query attention: {n_kv_heads} key/value heads, each shared by "
+                 "{group} consecutive query heads.").format(n_kv_heads=trace.n_kv_heads,
+                                                           group=group))
+chart(grid, key="heads_grid", name=(name, f"layer {layer}", "all heads"))
+about = dict(model=literal(trace.model), family=named(FAMILY_NAMES, trace.family),
+             n_layers=trace.n_layers, n_heads=trace.n_heads, n_kv_heads=trace.n_kv_heads,
+             positional=named(SCHEME_NAMES, trace.positional),
+             device=trace.device, dtype=trace.dtype)
+st.caption(_("{model} · {family} · {n_layers} layers × {n_heads} heads ({n_kv_heads} K/V) · "
+             "{positional} positions · ran on {device} ({dtype})").format(**about)
+           if group > 1 else
+           _("{model} · {family} · {n_layers} layers × {n_heads} heads · {positional} positions"
+             " · ran on {device} ({dtype})").format(**about))

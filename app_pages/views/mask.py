@@ -1,0 +1,55 @@
+"""Causal mask (lesson §3.4, step 2a): scores, the mask, −∞ above the diagonal, then softmax."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import viz
+from app_pages.cache.getters import heavy_work
+from app_pages.frame import widgets
+from app_pages.frame.common import (
+    chart,
+    kind_selector,
+    literal,
+    load_run,
+    presenting,
+    stepper,
+    window_selector,
+)
+from i18n import _
+from model.analysis.cuts import mask_panels, window
+from viz.mask_view import PANELS
+
+st.title(_("Causal mask"))
+st.markdown(_("A decoder writing word *t* may not look at words after *t*: their scores become "
+              "**−∞** before the softmax, so their weights are exactly **0**. The mask is "
+              "lower-triangular (lesson §3.4, the decoder's mask); padding and sliding windows "
+              "forbid more."))
+trace = load_run().trace
+kinds = [n for n in trace.names if n == "decoder.self"] or list(trace.names)
+c1, c2, c3 = st.columns([2, 1, 1])
+name = kind_selector(trace, c1, key="mask_kind", kinds=kinds)
+if name != "decoder.self":
+    st.info(_("{model} has no causal self-attention: its mask lets every token see every "
+              "other (only padding would be masked).").format(model=literal(trace.model)))
+layer = widgets.selectbox(_("Layer"), range(trace.layers(name)), key="mask_layer", container=c2)
+head = widgets.selectbox(_("Head"), range(trace.n_heads), key="mask_head", container=c3)
+q_tokens = trace.axes(name)[0]
+start, stop = window_selector(len(q_tokens), 32, key="mask_window")
+shown = window(trace, name, start, stop)
+steps = stepper(_("Steps shown"), len(PANELS), key="mask_step",
+                default=1 if presenting() else len(PANELS),
+                help=_("Reveal the four steps one at a time, as in class: ① scores, ② the mask, "
+                       "③ −∞ where it forbids, ④ the softmax."))
+st.markdown(_("**Step {step} of {steps}:** {panel}").format(
+    step=steps, steps=len(PANELS), panel=_(PANELS[steps - 1])))
+with heavy_work(_("computing the mask panels")):
+    panels = mask_panels(trace, name, layer, head, shown)
+chart(viz.mask_view(
+    panels.scores, panels.allowed, panels.weights, shown.query_tokens, shown.key_tokens,
+    title=_("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head),
+    query_hover=shown.query_labels,
+    key_hover=shown.key_labels,
+    special=(shown.query_special, shown.key_special), steps=steps), key="mask_view")
+st.caption(_("① every query scores every key; ② the model's mask; ③ forbidden scores set to "
+             "−∞ (dark grey); ④ softmax of each row: the forbidden cells get weight 0."))

@@ -1,0 +1,121 @@
+"""Translate: the own translator writes one word at a time; step through what it looked at."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import viz
+from app_pages.cache.getters import get_model, get_trace
+from app_pages.frame import widgets
+from app_pages.frame.common import chart, describe_error, explained_errors, settings, stepper
+from i18n import N_, _
+from model.analysis.cuts import generation_step, written_words
+
+SPEC = "own-translator"
+MAX_SENTENCE = 300  # characters: the translator reads at most 64 tokens
+EXAMPLES = ("The cat sat on the mat", "The cat chased the mouse because it was hungry",
+            "The small dog slept under the table yesterday")
+
+
+st.title(_("Translate English → Chinese"))
+st.caption(_("This page always runs own-translator; the sidebar's model is for the other "
+             "pages."))
+_spec, device = settings()
+with explained_errors():
+    translator = get_model(SPEC, device)
+vocabulary = translator.english_words()
+with st.expander(_("The translator's English vocabulary ({count} words)").format(
+        count=len(vocabulary))):
+    st.write(" · ".join(vocabulary))
+    st.caption(_("Trained on a synthetic corpus of sentences like “The big dog sat under the "
+                 "table yesterday” and “The cat chased the mouse because it was hungry”."))
+
+OWN = N_("(your own sentence)")  # the option's value; shown translated
+
+
+def _use_example() -> None:
+    if st.session_state["example"] != OWN:
+        st.session_state["translate_text"] = st.session_state["example"]
+
+
+def _own_sentence() -> None:
+    """Typing makes the menu say so, so that choosing any example afterwards is a change."""
+    typed = st.session_state["translate_text"]
+    st.session_state["example"] = typed if typed in EXAMPLES else OWN
+
+
+typed = st.session_state.get("translate_text")
+if isinstance(typed, str):  # a link's sentence (or an earlier one): the menu says which it is
+    if len(typed) > MAX_SENTENCE:
+        st.warning(_("The sentence was cut to at most {limit} characters: the translator "
+                     "reads at most 64 tokens.").format(limit=MAX_SENTENCE))
+        cut = typed[:MAX_SENTENCE]  # at a word's end
+        st.session_state["translate_text"] = typed = (
+            cut.rsplit(" ", 1)[0] if " " in cut and typed[MAX_SENTENCE] != " " else cut)
+    st.session_state["example"] = typed if typed in EXAMPLES else OWN
+widgets.selectbox(_("Example"), [*EXAMPLES, OWN], key="example", on_change=_use_example,
+                  format_func=lambda example: _(OWN) if example == OWN else example,
+                  help=_("Choosing one puts it in the sentence box below."))
+st.session_state.setdefault("translate_text", EXAMPLES[0])
+text = st.text_input(_("English sentence"), key="translate_text", on_change=_own_sentence,
+                     max_chars=MAX_SENTENCE)
+if not text.strip():
+    st.info(_("Type an English sentence made of the vocabulary's words."))
+    st.stop()
+with explained_errors(describe=describe_error(SPEC, vocabulary_above=True)):
+    trace = get_trace(SPEC, device, text)
+
+written = written_words(trace)  # words 1..n, then <eos>
+st.markdown(f"### {' '.join(written[:-1])}")
+st.caption(_("{count} words written one at a time, then the end token.").format(
+    count=len(written) - 1))
+
+n_steps = len(trace.steps)
+step = stepper(_("Generation step"), n_steps, key="step", default=min(4, n_steps),
+               help=_("At step t the decoder has written t − 1 words and chooses word t."))
+step_line = st.empty()  # filled once the step is cut from the trace, below the selectors
+
+n_layers = trace.layers("decoder.cross")
+left, right = st.columns(2)
+layer = widgets.selectbox(_("Decoder layer"), range(n_layers), index=n_layers - 1, key="dec_layer",
+                          container=left)
+head_choice = widgets.selectbox(_("Heads"), ["average", *range(trace.n_heads)], key="dec_head",
+                                container=right, format_func=lambda h: _("average of all heads")
+                                if h == "average" else _("head {head}").format(head=h))
+now = generation_step(trace, step, layer, None if head_choice == "average" else head_choice)
+step_line.markdown(_("**Step {step}:** written so far: {so_far} → chooses **{word}**").format(
+    step=step, so_far=" ".join(now.so_far) or _("(nothing yet)"), word=now.chosen))
+
+col_self, col_cross = st.columns(2)
+with col_self:
+    chart(viz.attention_heatmap(
+        now.self_weights, now.rows.labels[:step], now.self_keys, allowed=now.self_allowed,
+        query_hover=now.rows.hover[:step], y_title=now.rows.title,
+        x_title=_("key: the words read so far"),
+        title=_("Masked self-attention up to step {step}").format(step=step)),
+        key="self_heatmap", share=0.5)
+    st.caption(_("Each row is named by the word it writes and reads the word before it: it may "
+                 "look only at the words read so far; grey cells are masked (−∞ before "
+                 "softmax, weight 0 after)."))
+with col_cross:
+    chart(viz.distribution_bars(
+        now.cross_row, now.source_tokens, highlight=now.cross_peak,
+        title=_("Cross-attention of step {step} over the source").format(step=step),
+        value_name=_("weight")), key="cross_bars", share=0.5)
+    st.caption(_("Where the decoder looks in the English sentence while choosing “{word}”.")
+               .format(word=now.chosen))
+
+col_align, col_topk = st.columns(2)
+with col_align:
+    chart(viz.attention_heatmap(
+        now.alignment, now.rows.labels, now.source_tokens, query_hover=now.rows.hover,
+        special=(now.rows.special, ()), title=_("Alignment: word written × source word"),
+        x_title=_("English word"), y_title=now.rows.title), key="alignment", share=0.5)
+    st.caption(_("Each row is the cross-attention of the step that wrote that word."))
+with col_topk:
+    chart(viz.distribution_bars(
+        now.top_probabilities, now.top_words, highlight=now.top_chosen,
+        title=_("Next-word probabilities at step {step}").format(step=step),
+        value_name=_("probability")),
+        key="topk", share=0.5)
+    st.caption(_("Greedy decoding picks the most probable word (orange)."))

@@ -1,0 +1,1 @@
+"""Pages under Streamlit's AppTest, and the served app over its protocol."""

@@ -1,0 +1,1 @@
+"""The served app in headless Chromium."""

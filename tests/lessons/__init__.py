@@ -1,0 +1,1 @@
+"""Each lesson's numbers against the seed and its page."""

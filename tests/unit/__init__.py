@@ -1,0 +1,1 @@
+"""Functions, figures, models and the CLI, without a page."""

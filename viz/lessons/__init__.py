@@ -1,0 +1,1 @@
+"""The lessons' figures (numpy and plotly only, like the rest of viz/)."""

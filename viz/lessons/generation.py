@@ -1,0 +1,340 @@
+"""Figures of three lessons: generation and the KV cache (seed 3.4 step 3, 3.8), the three
+families side by side (3.7) and complexity with n and d both chosen (4.8).
+
+Pure builders (numpy and plotly): the numbers come from
+:mod:`model.lessons.generation`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from i18n import _
+from viz.costs import complexity_curves
+from viz.heatmap import _hover_data
+from viz.labels import axis_ticks, check_weights, escape, labels_that_fit
+from viz.style import (
+    ALLOWED_COLOR,
+    ATTENTION_CURVE_COLOR,
+    BAR_COLOR,
+    CELL_TEXT_COLOR,
+    GRID_COLOR,
+    GUIDE_COLOR,
+    HIGHLIGHT_COLOR,
+    MARK_FONT_SIZE,
+    MASK_COLOR,
+    POINT_MARKER_SIZE,
+    RNN_CURVE_COLOR,
+    SMALL_TICK_FONT,
+    WEIGHT_SCALE,
+    head_color,
+    themed,
+)
+
+EXTRA = "<extra></extra>"
+LATER_COLOR = "rgba(128,128,128,0.10)"  # rows a later step computes
+# The plot width of a chart in a column on a 1024 px screen with the sidebar open: token axes
+# longer than fits there are labelled every k-th token (the hover names every one).
+NARROW_PX = 150
+
+
+def _slant(labels: Sequence[str]) -> int:
+    """Tick labels slanted while the ones shown fit side by side on a narrow chart
+    (:data:`NARROW_PX`), upright beyond: slanted boxes of long or many labels overlap."""
+    every = math.ceil(len(labels) / labels_that_fit(NARROW_PX))
+    # px a label takes at -45°: 7 a Latin character, 12 a CJK one, at the default 12 px font
+    extent = sum((sum(12 if ord(c) > 0x2E80 else 7 for c in str(t)) + 16) * 0.71
+                 for t in list(labels)[::every])
+    return -45 if extent <= NARROW_PX * 1.3 else -90
+
+
+def _query_key_hover() -> str:
+    return _("query %{customdata[0]}<br>key %{customdata[1]}<br>")
+
+
+# --- generation -----------------------------------------------------------------------------
+
+def growing_pattern(weights, allowed, row_labels: Sequence[str], key_labels: Sequence[str], *,
+                    first_new: int, rows: int, row_hover: Sequence[str] | None = None,
+                    title: str = "", y_title: str | None = None) -> go.Figure:
+    """Causal self-attention as it stands after one generation step: the rows computed so far
+    in blue, the rows this step added outlined, the masked cells grey and the rows of later
+    steps faint.
+
+    Args:
+        weights: ``[token, token]`` weights; NaN in rows not computed yet.
+        allowed: bool ``[token, token]`` causal mask.
+        row_labels, key_labels: the axes' labels.
+        first_new, rows: this step added rows ``first_new .. rows - 1``.
+        row_hover: what hovering a row says of its query (default ``"i: token"``).
+        title: the figure's title.
+        y_title: the rows' axis title (default "query (attending)").
+
+    Returns:
+        a figure whose traces are the weights, the masked cells and the later rows, with one
+        rectangle shape around the new rows.
+    """
+    weights = check_weights(weights, row_labels, key_labels)
+    allowed = np.asarray(allowed, dtype=bool)
+    n_q, n_k = weights.shape
+    if allowed.shape != weights.shape:
+        raise ValueError(f"mask of shape {allowed.shape} does not match weights {weights.shape}")
+    if not 0 <= first_new < rows <= n_q:
+        raise ValueError(f"new rows {first_new}..{rows - 1} are outside 0..{n_q - 1}")
+    custom = _hover_data(row_labels, key_labels, row_hover)
+    done = np.broadcast_to(np.arange(n_q)[:, None] < rows, (n_q, n_k))  # [query, key]
+    hover = _query_key_hover()
+    fig = go.Figure([
+        go.Heatmap(z=np.where(done & allowed, weights, np.nan), customdata=custom,
+                   coloraxis="coloraxis", hoverongaps=False, name="weights",
+                   hovertemplate=hover + _("weight %{z:.4f}") + EXTRA),
+        go.Heatmap(z=np.where(done & ~allowed, 1.0, np.nan), customdata=custom,
+                   showscale=False, colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]],
+                   hoverongaps=False, name="masked",
+                   hovertemplate=hover + _("masked (−∞ before softmax)") + EXTRA),
+        go.Heatmap(z=np.where(done, np.nan, 1.0), customdata=custom, showscale=False,
+                   colorscale=[[0, LATER_COLOR], [1, LATER_COLOR]], hoverongaps=False,
+                   name="later", hovertemplate=hover + _("computed by a later step") + EXTRA),
+    ])
+    fig.add_shape(type="rect", x0=-0.5, x1=n_k - 0.5, y0=first_new - 0.5, y1=rows - 0.5,
+                  line={"color": HIGHLIGHT_COLOR, "width": 3}, fillcolor="rgba(0,0,0,0)")
+    cell = max(8, min(40, 480 // max(n_q, n_k)))
+    fig.update_layout(
+        title=title, height=max(340, 170 + cell * n_q),
+        coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
+                   "colorbar": {"title": {"text": _("weight")}, "thickness": 12}},
+        margin={"l": 90, "r": 10, "t": 60 if title else 30, "b": 90})
+    fig.update_xaxes(title_text=_("key: the tokens in the cache"), tickangle=_slant(key_labels),
+                     showgrid=False, zeroline=False,
+                     **axis_ticks(key_labels, labels_that_fit(NARROW_PX)))
+    fig.update_yaxes(title_text=y_title or _("query (attending)"), autorange="reversed",
+                     showgrid=False, zeroline=False,
+                     **axis_ticks(row_labels, labels_that_fit(cell * n_q)))
+    return themed(fig)
+
+
+def cache_grid(n_layers: int, token_labels: Sequence[str], *, before: int, now: int,
+               bytes_per_cell: int, title: str = "") -> go.Figure:
+    """The KV cache of every layer as a grid (layer × cached token): the keys and values held
+    before this step, those the step added, and the room of later steps.
+
+    Args:
+        n_layers: decoder layers.
+        token_labels: every token the cache holds at the end (x axis).
+        before, now: tokens cached before and after this step.
+        bytes_per_cell: bytes of one token's keys and values in one layer.
+        title: the figure's title.
+
+    Returns:
+        a figure with two heatmaps ("cached", "added") over ``[layer, token]``.
+    """
+    n = len(token_labels)
+    if n_layers < 1 or not 0 <= before < now <= n:
+        raise ValueError(f"{before}..{now} cached of {n} tokens, {n_layers} layers")
+    position = np.arange(n)[None, :].repeat(n_layers, axis=0)  # [layer, token]
+    labels = escape(token_labels)
+    custom = np.empty((n_layers, n, 2), dtype=object)
+    custom[..., 0] = np.arange(n_layers)[:, None]
+    custom[..., 1] = np.array([f"{i}: {t}" for i, t in enumerate(labels)], dtype=object)[None]
+    hover = (_("layer %{customdata[0]} · token %{customdata[1]}") + "<br>"
+             + _("K and V: {count:,} bytes").format(count=bytes_per_cell))
+    fig = go.Figure([
+        go.Heatmap(z=np.where(position < before, 1.0, np.nan), customdata=custom,
+                   colorscale=[[0, BAR_COLOR], [1, BAR_COLOR]], showscale=False,
+                   hoverongaps=False, xgap=1, ygap=1, name=_("cached before this step"),
+                   hovertemplate=hover + "<br>" + _("cached before this step") + EXTRA),
+        go.Heatmap(z=np.where((position >= before) & (position < now), 1.0, np.nan),
+                   customdata=custom, colorscale=[[0, HIGHLIGHT_COLOR], [1, HIGHLIGHT_COLOR]],
+                   showscale=False, hoverongaps=False, xgap=1, ygap=1,
+                   name=_("added by this step"),
+                   hovertemplate=hover + "<br>" + _("added by this step") + EXTRA),
+    ])
+    # Legend entries for the two colours (heatmaps have none).
+    for name, color in ((_("cached before this step"), BAR_COLOR),
+                        (_("added by this step"), HIGHLIGHT_COLOR)):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
+                                 marker={"color": color, "symbol": "square", "size": 12}))
+    row_px = max(8, min(28, 420 // n_layers))
+    height = max(320, 250 + row_px * n_layers)
+    fig.update_layout(title=title, height=height,
+                      margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 150},
+                      legend={"orientation": "h", "y": -110 / (height - 210), "yanchor": "top",
+                              "x": 0})
+    fig.update_xaxes(title_text=_("cached token"), tickangle=_slant(token_labels), showgrid=False,
+                     zeroline=False, range=[-0.5, n - 0.5],
+                     **axis_ticks(token_labels, labels_that_fit(NARROW_PX)))
+    fig.update_yaxes(title_text=_("layer"), autorange="reversed", showgrid=False,
+                     zeroline=False, range=[n_layers - 0.5, -0.5])
+    fig = themed(fig)
+    fig.update_layout(plot_bgcolor=LATER_COLOR)  # the room of later steps, faint
+    return fig
+
+
+def cache_bytes(step_labels: Sequence[str], measured, formula, without_gqa, *, step: int,
+                cross: int = 0, title: str = "") -> go.Figure:
+    """The decoder's KV cache in bytes after every step: measured from the cache tensors, the
+    formula's value at the same steps, without grouped-query attention, and the
+    cross-attention keys and values computed once (encoder-decoder).
+
+    Args:
+        step_labels: one label per step (x axis).
+        measured, formula, without_gqa: ``[step]`` bytes.
+        step: the step shown (1-based), marked with a line.
+        cross: bytes of the cross-attention keys and values (0: none).
+        title: the figure's title.
+
+    Returns:
+        a figure whose traces are named "measured", "formula", and, where they apply,
+        "without GQA" and "cross-attention".
+    """
+    measured, formula, without = (np.asarray(a, dtype=float) for a in
+                                  (measured, formula, without_gqa))
+    n = len(step_labels)
+    if not measured.shape == formula.shape == without.shape == (n,):
+        raise ValueError(f"{n} steps, sizes {measured.shape}, {formula.shape}, {without.shape}")
+    if not 1 <= step <= n:
+        raise ValueError(f"step {step} is out of range 1..{n}")
+    x = np.arange(1, n + 1)
+    unit = _("bytes")
+    hover = "%{y:,.0f} " + unit  # the step heads the unified hover, each line its trace's name
+    fig = go.Figure()
+    if not np.array_equal(without, measured):
+        fig.add_trace(go.Scatter(
+            x=x, y=without, name=_("without GQA"),
+            meta="without GQA", mode="lines+markers",
+            line={"color": RNN_CURVE_COLOR, "dash": "dash"},
+            hovertemplate=hover))
+    fig.add_trace(go.Scatter(
+        x=x, y=measured, name=_("measured (the cache's tensors)"), meta="measured",
+        mode="lines+markers", line={"color": ATTENTION_CURVE_COLOR, "width": 3},
+        hovertemplate=hover))
+    fig.add_trace(go.Scatter(
+        x=x, y=formula, name=_("formula"),
+        meta="formula", mode="markers",
+        marker={"symbol": "x-thin-open", "size": 14, "color": HIGHLIGHT_COLOR,
+                "line": {"width": 2, "color": HIGHLIGHT_COLOR}},
+        hovertemplate=hover))
+    if cross:
+        fig.add_trace(go.Scatter(
+            x=x, y=np.full(n, float(cross)), name=_("cross-attention K/V (once)"),
+            meta="cross-attention", mode="lines", line={"color": head_color(2), "dash": "dot"},
+            hovertemplate=hover))
+    fig.add_vline(x=step, line_color=GUIDE_COLOR, line_width=2)
+    fig.update_layout(title=title, height=440, margin={"l": 70, "r": 20, "t": 60, "b": 150},
+                      legend={"orientation": "h", "y": -0.42, "yanchor": "top", "x": 0},
+                      hovermode="x unified")
+    every = math.ceil(n / labels_that_fit(NARROW_PX))  # thinned like the token axes
+    fig.update_xaxes(title_text=_("step"), tickmode="array", tickvals=list(x[::every]),
+                     ticktext=escape(step_labels)[::every], tickangle=_slant(step_labels),
+                     gridcolor=GRID_COLOR)
+    fig.update_yaxes(title_text=unit, rangemode="tozero", gridcolor=GRID_COLOR,
+                     tickformat="~s")
+    return themed(fig)
+
+
+# --- three families ---------------------------------------------------------------------------
+
+def family_panels(allowed, weights, query_labels: Sequence[str], key_labels: Sequence[str], *,
+                  query_hover: Sequence[str] | None = None,
+                  special: tuple[Sequence[int], Sequence[int]] = ((), ()),
+                  mask_title: str = "", head_title: str = "", title: str = "",
+                  y_title: str | None = None) -> go.Figure:
+    """One family's mask (✓ may attend, ✗ masked) above one head's weights, for a column a
+    third of the page wide.
+
+    Args:
+        allowed: bool ``[query, key]``.
+        weights: ``[query, key]`` one head's weights.
+        query_labels, key_labels: the axes' labels.
+        query_hover: what hovering a row says of its query.
+        special: special tokens on the query and key axes (grey italic).
+        mask_title, head_title: the two panels' titles.
+        title: the figure's title.
+        y_title: the rows' axis title.
+
+    Returns:
+        a figure with the mask (trace "mask") in the top panel and the weights (trace
+        "weights", masked cells NaN) and the masked cells (trace "masked") in the bottom one.
+    """
+    weights = check_weights(weights, query_labels, key_labels)
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape != weights.shape:
+        raise ValueError(f"mask of shape {allowed.shape} does not match weights {weights.shape}")
+    n_q, n_k = weights.shape
+    custom = _hover_data(query_labels, key_labels, query_hover)
+    hover = _query_key_hover()
+    fig = make_subplots(rows=2, cols=1, subplot_titles=[mask_title, head_title],
+                        vertical_spacing=0.12)
+    fig.add_trace(go.Heatmap(z=allowed.astype(float), customdata=custom, showscale=False,
+                             colorscale=[[0, MASK_COLOR], [1, ALLOWED_COLOR]], zmin=0, zmax=1,
+                             xgap=1, ygap=1, name="mask",
+                             hovertemplate=hover + _("allowed %{z}") + EXTRA), row=1, col=1)
+    fig.add_trace(go.Heatmap(z=np.where(allowed, weights, np.nan), customdata=custom,
+                             coloraxis="coloraxis", hoverongaps=False, name="weights",
+                             hovertemplate=hover + _("weight %{z:.3f}") + EXTRA), row=2, col=1)
+    if not allowed.all():
+        fig.add_trace(go.Heatmap(z=np.where(allowed, np.nan, 1.0), customdata=custom,
+                                 showscale=False, colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]],
+                                 hoverongaps=False, name="masked",
+                                 hovertemplate=hover + _("masked: weight 0") + EXTRA),
+                      row=2, col=1)
+    if n_q * n_k <= 144:  # small enough for ✓ and ✗ in the mask's cells
+        for r in range(n_q):
+            for c in range(n_k):
+                fig.add_annotation(x=c, y=r, text="✓" if allowed[r, c] else "✗",
+                                   showarrow=False, xref="x", yref="y",
+                                   font={"size": MARK_FONT_SIZE, "color": CELL_TEXT_COLOR})
+    side = max(200, min(320, 26 * max(n_q, n_k) + 40))
+    fig.update_layout(
+        title=title, height=2 * side + 260,
+        margin={"l": 60, "r": 10, "t": 80 if title else 50, "b": 120},
+        coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
+                   "colorbar": {"title": {"text": _("weight"), "side": "top"},
+                                "orientation": "h", "lenmode": "fraction", "len": 1.0,
+                                "x": 0.5, "xanchor": "center", "y": -0.1, "yanchor": "top",
+                                "thickness": 10}})
+    x_labels, y_labels = labels_that_fit(NARROW_PX), labels_that_fit(side - 20)
+    for row in (1, 2):
+        # upright: a third of a small screen is about 110 px, slanted labels overlap there
+        fig.update_xaxes(tickangle=-90, tickfont=SMALL_TICK_FONT, showgrid=False,
+                         zeroline=False, row=row, col=1,
+                         **axis_ticks(key_labels, x_labels, special=special[1]))
+        fig.update_yaxes(autorange="reversed", tickfont=SMALL_TICK_FONT, showgrid=False,
+                         zeroline=False, row=row, col=1,
+                         title_text=y_title if row == 2 else None,
+                         **axis_ticks(query_labels, y_labels, special=special[0]))
+    return themed(fig)
+
+
+# --- complexity -------------------------------------------------------------------------------
+
+def complexity_lesson(n: int, d: int) -> go.Figure:
+    """:func:`viz.costs.complexity_curves` for a chosen ``n`` and ``d``: the two curves, the
+    lines n = d and n (labelled where they are, at log10 of their x on the log axis), a point
+    on each curve at ``n`` and the crossover point (d, d³).
+
+    Returns:
+        the figure, with traces "self-attention n²·d", "RNN n·d²", then points named
+        "at n" (two) and "crossover".
+    """
+    fig = complexity_curves(d, n)
+    fig.layout.annotations[1].text = _("chosen n = {n:,}").format(n=n)  # not a traced input
+    for y, color, name in ((float(n) ** 2 * d, ATTENTION_CURVE_COLOR, _("n²·d at the chosen n")),
+                           (float(n) * d ** 2, RNN_CURVE_COLOR, _("n·d² at the chosen n"))):
+        fig.add_trace(go.Scatter(
+            x=[n], y=[y], mode="markers", name=name, meta="at n", showlegend=False,
+            marker={"color": color, "size": POINT_MARKER_SIZE + 6, "line": {"width": 1}},
+            hovertemplate=name + "<br>%{y:,.0f}" + EXTRA))
+    cross = float(d) ** 3
+    fig.add_trace(go.Scatter(
+        x=[d], y=[cross], mode="markers", name=_("crossover: n = d, both d³"),
+        meta="crossover", showlegend=False,
+        marker={"symbol": "diamond", "size": POINT_MARKER_SIZE + 8, "color": HIGHLIGHT_COLOR,
+                "line": {"width": 1}},
+        hovertemplate=_("crossover: n = d, both d³") + "<br>%{y:,.0f}" + EXTRA))
+    return fig
