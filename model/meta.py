@@ -135,6 +135,9 @@ class PositionInfo:
     sliding_window: int | None = None
 
 
+TOP_K = 5  # the most probable words each generation step records (Step.top_k), every model
+
+
 @dataclass(frozen=True)
 class Step:
     """One generation step (seed 3.4 step 3).

@@ -27,14 +27,13 @@ from model.hf.checkpoints import cache_dir, from_pretrained, resolve
 from model.hf.config import auto_class, detect_family, read_dims, read_positions
 from model.hf.labels import display_tokens
 from model.interface import Generation
-from model.meta import Family, ModelDims, PositionInfo, Step, model_facts
+from model.meta import TOP_K, Family, ModelDims, PositionInfo, Step, model_facts
 from model.policy import OPEN, LoadPolicy
 from model.reading.batch import AttentionBatch
 from model.text import check_texts
 from model.trace import AttentionTrace
 
 MAX_NEW_TOKENS = 64
-TOP_K = 5  # the most probable tokens each generation step records
 # What reading a broken or foreign checkpoint raises, from transformers, safetensors, the GGUF
 # reader and torch's unpickler: all become a ModelLoadError.
 LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, StopIteration,

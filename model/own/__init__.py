@@ -1,12 +1,14 @@
 """The seed's own Transformer, written from scratch in the seed's order and names.
 
 - :mod:`.config`: the frozen :class:`TransformerConfig` (seed 3.5 defaults);
-- :mod:`.transformer`: attention, multi-head attention, FFN, post-norm residuals, the stacks;
+- :mod:`.transformer`: attention, multi-head attention, FFN, post-norm residuals, the stacks,
+  the decoder's KV cache;
+- :mod:`.decoding`: greedy decoding with the KV cache (the one loop) and its steps;
 - :mod:`.position_encoding`: the sinusoidal table and RoPE (seed 3.4 step 0);
 - :mod:`.hooks`: identity hook points and the thread-safe ``capture`` context manager;
 - :mod:`.vocab`: the word-level vocabulary;
 - :mod:`.adapter`: :class:`OwnModel`, the ``LoadedModel`` of ``own-random``;
-- :mod:`.translator`, :mod:`.corpus`, :mod:`.train`, ``weights/``: ``own-translator``, its
+- :mod:`.translator`, :mod:`.training_pairs`, :mod:`.train`, ``weights/``: ``own-translator``, its
   synthetic English→Chinese corpus, its training (``python -m model.own.train``) and weights.
 
 Never imports transformers or :mod:`model.hf`.

@@ -13,8 +13,6 @@ repeated words) but no learned meaning.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import torch
 
@@ -26,7 +24,14 @@ from model.meta import CAUSAL_KINDS, Family, ModelDims, PositionInfo, Step, mode
 from model.own.config import TransformerConfig
 from model.own.hooks import capture
 from model.own.position_encoding import sinusoidal_table
-from model.own.transformer import Embeddings, MultiHeadAttention, PositionwiseFFN, Transformer
+from model.own.transformer import (
+    ATTENTION_MODULES,
+    Embeddings,
+    MultiHeadAttention,
+    PositionwiseFFN,
+    Transformer,
+    attention_hook_name,
+)
 from model.own.vocab import BOS, SPECIALS, WordVocab, split_words
 from model.reading.batch import AttentionBatch, padded_from_traces
 from model.store import DenseStore
@@ -35,8 +40,6 @@ from model.trace import TOKEN_FIELDS, AttentionTrace
 
 RANDOM_SEED = 0
 RANDOM_VOCAB = 1024
-_HOOK_NAME = re.compile(
-    r"(encoder|decoder)\.layers\.(\d+)\.(self|cross)_attn\.(hook_pattern|hook_scores)")
 
 
 def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0,
@@ -51,18 +54,14 @@ def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0,
     Returns:
         ``{"encoder.self" | "decoder.self" | "decoder.cross": float32 [layer, head, query, key]}``.
     """
-    per_kind: dict[str, dict[int, np.ndarray]] = {}
-    for hook_name, tensor in store.items():
-        match = _HOOK_NAME.fullmatch(hook_name)
-        if match is None or match.group(4) != hook:
-            continue
-        stack, layer, kind, _hook = match.groups()
-        pattern = tensor[batch_index].float().cpu().numpy()  # [head, query, key]
-        per_kind.setdefault(f"{stack}.{kind}", {})[int(layer)] = pattern
-    return {
-        name: np.stack([layers[i] for i in sorted(layers)])  # [layer, head, query, key]
-        for name, layers in per_kind.items()
-    }
+    stacks = {}
+    for kind in ATTENTION_MODULES:
+        layers = []  # [head, query, key] per layer, while the store holds the next layer
+        while (name := attention_hook_name(kind, len(layers), hook)) in store:
+            layers.append(store[name][batch_index].float().cpu().numpy())
+        if layers:
+            stacks[kind] = np.stack(layers)  # [layer, head, query, key]
+    return stacks
 
 
 class OwnModel:

@@ -13,6 +13,7 @@ from model.own.hooks import capture
 from model.own.train import evaluate
 from model.own.training_pairs import make_corpus
 from model.own.translator import CARD
+from model.own.vocab import split_words
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +127,99 @@ def test_the_recorded_training_stages_learn_the_alignment():
     assert entropies[0] > 0.9 * np.log(6) > entropies[1] * 4  # even at first, then sharp
     # rows read <bos> 猫 坐 在 and write 猫 坐 在 垫子: cat, sat, on, mat
     assert aligned[1][:4] == ["cat", "sat", "on", "mat"]
+
+
+# --- the decoder's KV cache: one cached pass per token equals the full pass ---------------------
+
+def _tiny(n_encoder_layers: int, positional: str):
+    from model.own.config import TransformerConfig
+    from model.own.transformer import Transformer
+
+    torch.manual_seed(1)
+    cfg = TransformerConfig(src_vocab_size=23, d_model=16, n_heads=4, n_encoder_layers=
+                            n_encoder_layers, n_decoder_layers=3, d_ff=32, dropout=0.0,
+                            positional=positional, max_len=12)
+    return Transformer(cfg).eval()
+
+
+@pytest.mark.parametrize("n_encoder_layers", [2, 0], ids=["encoder-decoder", "decoder-only"])
+@pytest.mark.parametrize("positional", ["sinusoidal", "rope"])
+def test_cached_decoding_equals_the_full_pass_at_every_step(n_encoder_layers, positional):
+    """A prompt of 3 tokens, then one token a pass: each pass's output is the full pass's
+    rows of those tokens, its attention the full pass's rows, with padding in the batch."""
+    from model.own.transformer import DecoderCache
+
+    net = _tiny(n_encoder_layers, positional)
+    tgt = torch.randint(1, 23, (2, 9))
+    tgt[1, 6:] = 0  # padding written by a finished sequence
+    memory = src_mask = None
+    if n_encoder_layers:
+        src = torch.randint(1, 23, (2, 7))
+        src[1, 4:] = 0
+        memory, src_mask = net.encode(src)
+    cache = DecoderCache()
+    bounds = [0, 3, *range(4, 10)]
+    with torch.inference_mode():
+        for start, end in zip(bounds, bounds[1:]):
+            with capture(net) as cached:
+                out = net.decode(tgt[:, start:end], memory, src_mask, cache=cache)
+            with capture(net) as full:
+                whole = net.decode(tgt[:, :end], memory, src_mask)
+            torch.testing.assert_close(out, whole[:, start:], atol=1e-5, rtol=1e-5)
+            assert cache.tokens == cache.self_attn.tokens == end
+            for name, pattern in cached.items():
+                if name.endswith(("hook_pattern", "hook_scores")):
+                    torch.testing.assert_close(pattern, full[name][:, :, start:], atol=1e-5,
+                                               rtol=1e-5, equal_nan=True)
+            crossed = [name for name in cached if ".cross_attn.hook_k" in name]
+            # the encoder's keys are projected on the first pass only
+            assert len(crossed) == (3 if n_encoder_layers and start == 0 else 0)
+    assert len(cache.cross_attn) == (3 if n_encoder_layers else 0)
+    with pytest.raises(ValueError, match="max_len"):
+        net.decode(tgt[:, :4], memory, src_mask, cache=cache)  # 9 + 4 > max_len 12
+    assert cache.tokens == 9  # a refused pass leaves the cache as it was
+
+
+def test_the_greedy_loop_writes_what_recomputing_every_prefix_writes(translator):
+    """The cached greedy loop against greedy decoding that recomputes the whole prefix at
+    every step (held-out sentences in one padded batch): the same ids and, at every step, the
+    same logits."""
+    from model.own.decoding import greedy
+
+    card = json.loads(CARD.read_text(encoding="utf-8"))
+    pairs = make_corpus(card["corpus"]["seed"]).test[:8]
+    ids = [translator.src_vocab.encode(split_words(p.en)) for p in pairs]
+    net, pad, eos = translator.network, translator.config.pad_id, translator.tgt_vocab.eos_id
+    src = torch.tensor([row + [pad] * (max(map(len, ids)) - len(row)) for row in ids])
+    with torch.inference_mode():
+        memory, src_mask = net.encode(src)
+        out = torch.full((len(ids), 1), translator.tgt_vocab.bos_id)
+        done = torch.zeros(len(ids), dtype=torch.bool)
+        for logits, next_id, _cache in greedy(net, out[:, :1], [eos], 30, memory, src_mask):
+            full = net.generator(net.decode(out, memory, src_mask)[:, -1])
+            torch.testing.assert_close(logits, full, atol=1e-4, rtol=1e-5)
+            expected = full.argmax(-1).masked_fill(done, pad)
+            assert next_id.tolist() == expected.tolist()
+            out = torch.cat([out, expected[:, None]], dim=1)
+            done |= expected == eos
+    assert done.all()
+    assert translator.translate_ids(ids) == [
+        row[:row.index(eos)] for row in out[:, 1:].tolist()]
+
+
+def test_steps_from_logits_equal_numpys_softmax_and_top_k():
+    from model.meta import TOP_K
+    from model.own.decoding import steps_from_logits
+
+    logits = torch.randn(4, 11, generator=torch.Generator().manual_seed(0))
+    itos = [f"w{i}" for i in range(11)]
+    steps = steps_from_logits(logits, [3, 0, 10, 5], itos)
+    z = logits.double().numpy()
+    probs = np.exp(z - z.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    for t, (step, written) in enumerate(zip(steps, [3, 0, 10, 5])):
+        assert (step.step, step.token) == (t, itos[written])
+        assert step.probability == pytest.approx(probs[t, written], abs=1e-6)
+        best = np.argsort(-probs[t])[:TOP_K]
+        assert [w for w, _p in step.top_k] == [itos[i] for i in best]
+        np.testing.assert_allclose([p for _w, p in step.top_k], probs[t, best], atol=1e-6)
