@@ -12,7 +12,6 @@ corpus is a description, not an explanation.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,7 +22,7 @@ import torch
 from i18n import _
 from model.analysis.statistics import STATS
 from model.reading.batch import AttentionBatch
-from model.reading.blocks import TINY
+from model.reading.statistics import accumulator, means, row_sums
 
 COLUMNS = ("sentence", "kind", "layer", "head", "queries", *STATS)  # one row per head
 SPAN = "span"  # the column of span attention, when a span is asked for
@@ -157,33 +156,12 @@ def _pad(rows: list[np.ndarray]) -> np.ndarray:
 def _statistics(w: torch.Tensor, n_q: np.ndarray, n_k: np.ndarray, same_axis: bool,
                 spans=None) -> dict[str, np.ndarray]:
     """The statistics of a padded layer ``w [sentence, head, query, key]``: each float64
-    ``[sentence, head]``, as :func:`model.reading.blocks.summarise` defines them for one
-    sentence."""
-    device = w.device
-    f64 = torch.float64 if device.type != "mps" else torch.float32
-    n_b, _h, max_q, max_k = w.shape
-    real_q = torch.arange(max_q, device=device) < torch.as_tensor(n_q, device=device)[:, None]
-    rows = real_q[:, None, :].to(w.dtype)  # [sentence, 1, query]
-    count = torch.as_tensor(n_q, device=device, dtype=f64)[:, None]  # [sentence, 1]
-    entropy = -(w.clamp_min(TINY).log() * w).sum(-1)  # [sentence, head, query]
-    out = {"entropy": (entropy * rows).sum(-1, dtype=f64) / count,
-           "first_token": (w[..., 0] * rows).sum(-1, dtype=f64) / count}
-    if same_axis:
-        q = torch.arange(max_q, device=device, dtype=torch.float32)
-        k = torch.arange(max_k, device=device, dtype=torch.float32)
-        near = (q[:, None] - k[None, :]).abs()  # [query, key]
-        out["distance"] = ((w * near).sum(-1) * rows).sum(-1, dtype=f64) / count
-        diagonal = torch.diagonal(w, dim1=-2, dim2=-1)  # [sentence, head, min(q, k)]
-        out["self"] = (diagonal * rows[..., :diagonal.shape[-1]]).sum(-1, dtype=f64) / count
-        before = torch.diagonal(w, offset=-1, dim1=-2, dim2=-1)  # w[i + 1, i]
-        previous = (before * rows[..., 1:1 + before.shape[-1]]).sum(-1, dtype=f64)
-        out["previous_token"] = previous / (count - 1)  # NaN for a one-token sentence
-    else:
-        nan = torch.full_like(out["entropy"], math.nan)
-        out.update(distance=nan, self=nan, previous_token=nan)
+    ``[sentence, head]``, by the kernel that :func:`model.reading.blocks.summarise` uses for
+    one sentence (:mod:`model.reading.statistics`; the padding is zeros and adds nothing)."""
+    out = means(row_sums(w, 0, same_axis), n_q, same_axis)
     if spans is not None:
-        out[SPAN] = _span_mass(w, spans, f64)
-    return {key: value.cpu().double().numpy() for key, value in out.items()}
+        out[SPAN] = _span_mass(w, spans, accumulator(w.device)).cpu().double().numpy()
+    return out
 
 
 def _span_mass(w: torch.Tensor, spans, f64) -> torch.Tensor:
@@ -291,6 +269,34 @@ def sentence_values(table: dict[str, np.ndarray], name: str, layer: int, head: i
     out = np.full(n_sentences, np.nan)
     out[table["sentence"][rows]] = table[statistic][rows]
     return out
+
+
+def sentences_ran(table: dict[str, np.ndarray]) -> int:
+    """How many sentences the table holds a row of (the others were left out)."""
+    return len(np.unique(table["sentence"]))
+
+
+def defined_statistics(table: dict[str, np.ndarray], name: str, statistics) -> list[str]:
+    """The ``statistics`` defined for some head of kind ``name`` (cross-attention has no
+    distance, a span no value where no token matched), in their order."""
+    rows = table["kind"] == name
+    return [m for m in statistics if not np.isnan(table[m][rows]).all()]
+
+
+def queries_per_sentence(table: dict[str, np.ndarray], name: str, n_sentences: int
+                         ) -> np.ndarray:
+    """Each sentence's number of query tokens of kind ``name``: int ``[sentence]`` (0 where
+    the sentence did not run)."""
+    out = np.zeros(n_sentences, int)
+    rows = table["kind"] == name
+    out[table["sentence"][rows]] = table["queries"][rows]
+    return out
+
+
+def longest_sentence(lengths: np.ndarray) -> tuple[int, int]:
+    """``(index, tokens)`` of the longest sentence (the first of equals)."""
+    index = int(np.argmax(lengths))
+    return index, int(lengths[index])
 
 
 # --- two patterns compared ------------------------------------------------------------------

@@ -6,6 +6,9 @@ for models without SDPA support), that records what is needed to recompute each 
 weights exactly (the queries and keys after RoPE, the scaling, the mask, T5's position bias,
 soft-capping, attention sinks) and then delegates to the fast implementation, so the model
 never runs in slow eager mode and never materialises every layer's [head, query, key] weights.
+The weights are recomputed from a recorded call by one formula, :func:`recompute`, for a trace's
+lazy store (:class:`LazyAttention`, a sequence in row blocks) and for a padded batch
+(:func:`padded_weights`, every sequence at once).
 
 Recording is switched on per thread by :func:`recording` (a context variable), so a model
 shared by many sessions never mixes their captures; a forward pass outside ``recording``
@@ -95,6 +98,56 @@ def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
     return array
 
 
+def allowed_keys(call: Call) -> np.ndarray:
+    """Where each query of ``call`` may attend, from the mask it received: bool ``[batch or 1,
+    query, key]`` (an additive mask allows what is above half the float32 minimum; no mask:
+    every key, or a causal triangle ending at the last key when SDPA was causal)."""
+    n_q, n_k = call.q.shape[2], call.k.shape[2]
+    if call.mask is None:
+        full = np.tril(np.ones((n_q, n_k), bool), k=n_k - n_q) if call.causal \
+            else np.ones((n_q, n_k), bool)
+        return full[None]
+    mask = call.mask[:, 0]  # [batch or 1, query, key]
+    return mask if mask.dtype == bool else mask > np.finfo(np.float32).min / 2
+
+
+def recompute(product: torch.Tensor, call: Call, *, scaled: bool, bias=None, additive=None,
+              forbidden=None, masked_from: int = 0, sinks=None, dead: bool = False,
+              scores: bool = False) -> torch.Tensor:
+    """The one formula of a recorded call's weights, from the product of its queries and keys
+    (:class:`LazyAttention` per sequence in row blocks, :func:`padded_weights` per batch)::
+
+        scores  = softcap · tanh((scaling · q · kᵀ + bias) / softcap)   (tanh if soft-capped)
+        weights = softmax(scores + additive mask, −∞ where the mask forbids), sinks included
+
+    as transformers' eager attention computes them.
+
+    Args:
+        product: ``q · kᵀ`` ``[..., head, rows, keys]`` (``(scaling · q) · kᵀ`` when
+            ``scaled``), float32; it is overwritten.
+        bias: the position bias (T5), broadcast to ``product`` (on its device, as every piece).
+        additive: an additive float mask, broadcast to ``product``.
+        forbidden: bool, True where the mask forbids attention, for keys ``masked_from:``
+            (keys before them are all allowed), broadcast to ``product[..., masked_from:]``.
+        sinks: per head a logit that shares the normalisation and receives no key (gpt-oss):
+            ``[head]``, the heads of ``product``.
+        dead: some row may have no allowed key; it becomes all 0 (not NaN).
+        scores: stop at the scores (before the mask and softmax).
+    """
+    s = product if scaled else product.mul_(float(call.scaling))
+    if bias is not None:
+        s += bias
+    if call.softcap:
+        s = torch.tanh(s / call.softcap).mul_(call.softcap)
+    if scores:
+        return s
+    if additive is not None:
+        s += additive
+    if forbidden is not None:
+        s[..., masked_from:].masked_fill_(forbidden, -torch.inf)
+    return softmax_rows(s, sinks, dead=dead)
+
+
 def _record(recorder: Recorder, module, query, key, attention_mask, scaling, kwargs) -> None:
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
@@ -147,8 +200,9 @@ def recording(model: torch.nn.Module) -> Iterator[Recorder]:
 
 class LazyAttention:
     """One kind of a trace (an :class:`~model.store.AttentionStore`): ``[layer, head, query,
-    key]`` computed when asked from the recorded queries and keys, with torch on ``device``
-    (where the model ran), in row blocks (:mod:`model.reading.blocks`) so that memory stays bounded.
+    key]`` computed when asked from the recorded queries and keys (by :func:`recompute`), with
+    torch on ``device`` (where the model ran), in row blocks (:mod:`model.reading.blocks`) so
+    that memory stays bounded.
 
     Args:
         calls: the :class:`Call` of each layer, in layer order.
@@ -188,13 +242,8 @@ class LazyAttention:
         return found
 
     def _allowed(self, call: Call) -> np.ndarray:
-        n_q, n_k = call.q.shape[2], call.k.shape[2]
-        if call.mask is None:
-            full = np.tril(np.ones((n_q, n_k), bool), k=n_k - n_q) if call.causal \
-                else np.ones((n_q, n_k), bool)
-        else:
-            mask = call.mask[min(self.batch, call.mask.shape[0] - 1), 0]  # [query, key]
-            full = mask if mask.dtype == bool else mask > np.finfo(np.float32).min / 2
+        full = allowed_keys(call)  # [batch or 1, query, key]
+        full = full[min(self.batch, full.shape[0] - 1)]
         return readonly(full[np.ix_(self.q_index, self.k_index)])
 
     def _tensor(self, array: np.ndarray, index: np.ndarray | None = None) -> torch.Tensor:
@@ -265,27 +314,16 @@ class LazyAttention:
         forbidden = None if mask.everything else mask.forbidden(self.device)
         sinks = None if call.sinks is None or scores else torch.from_numpy(
             np.asarray(call.sinks, np.float32)[heads]).to(self.device)
-        scale = float(call.scaling)
         n_k = self.shape[3]
         for start, stop in row_slices(rows, rows_per_block(len(heads), n_k, budget, align[0])):
             ke = n_k if scores else min(n_k, -(-mask.extent(start, stop) // align[1]) * align[1])
-            s = product(start, stop, ke)  # [head, rows, keys]
-            if scores:
-                s.mul_(scale)
-            if bias is not None:
-                s += bias(start, stop, ke)
-            if call.softcap:
-                s = torch.tanh(s / call.softcap).mul_(call.softcap)
-            if scores:
-                yield Block(start, s)
-                continue
-            if additive is not None:
-                s += additive(start, stop, ke)
-            if forbidden is not None:
-                k0 = mask.first_forbidden(start, stop)  # keys before it are all allowed
-                if k0 < ke:
-                    s[..., k0:].masked_fill_(forbidden[start:stop, k0:ke], -torch.inf)
-            yield Block(start, softmax_rows(s, sinks, dead=mask.dead(start, stop)))
+            k0 = n_k if scores or forbidden is None else mask.first_forbidden(start, stop)
+            yield Block(start, recompute(  # [head, rows, keys]
+                product(start, stop, ke), call, scaled=not scores,
+                bias=None if bias is None else bias(start, stop, ke),
+                additive=None if additive is None or scores else additive(start, stop, ke),
+                forbidden=forbidden[start:stop, k0:ke] if k0 < ke else None, masked_from=k0,
+                sinks=sinks, dead=mask.dead(start, stop), scores=scores))
 
     def scores(self, layer: int, head: int) -> np.ndarray:
         """Scores before the mask, position bias and soft-capping included: ``[query, key]``."""
@@ -354,35 +392,29 @@ def padded_weights(call: Call, q_index: list[np.ndarray], k_index: list[np.ndarr
     """Every sequence and head of one recorded call at once, the batch's padding left out:
     ``[batch, head, query, key]`` float32 on ``device``, sequence ``b``'s real queries and
     keys first (``q_index[b]``, ``k_index[b]``: their positions in the padded batch) and zeros
-    after them. Each sequence's block equals what :meth:`LazyAttention.blocks` computes for it.
+    after them. The formula is :func:`recompute`'s, so each sequence's block equals what
+    :meth:`LazyAttention.blocks` computes for it.
     """
     device = torch.device(device or "cpu")
-    with warnings.catch_warnings():  # read-only recorded arrays: nothing writes them
-        warnings.simplefilter("ignore", UserWarning)
-        q = torch.from_numpy(call.q).to(device)  # [batch, head, query, d]
-        k = torch.from_numpy(call.k).to(device)  # [batch, kv head, key, d]
-        n_heads = q.shape[1]
-        k = k.repeat_interleave(n_heads // k.shape[1], dim=1)  # [batch, head, key, d]
-        s = torch.matmul(q * float(call.scaling), k.transpose(-1, -2))  # [batch, head, q, k]
-        if call.bias is not None:
-            s += torch.from_numpy(np.asarray(call.bias, np.float32)).to(device)
-        if call.softcap:
-            s = torch.tanh(s / call.softcap).mul_(call.softcap)
-        n_q, n_k = s.shape[-2:]
-        if call.mask is None:
-            allowed = torch.ones((n_q, n_k), dtype=torch.bool, device=device)
-            if call.causal:
-                allowed = allowed.tril_(n_k - n_q)
-        elif call.mask.dtype == bool:
-            allowed = torch.from_numpy(call.mask).to(device)  # [batch or 1, 1, query, key]
-        else:
-            additive = torch.from_numpy(np.asarray(call.mask, np.float32)).to(device)
-            s += additive
-            allowed = additive > torch.finfo(torch.float32).min / 2
-        s = s.masked_fill(~allowed, -torch.inf)
-    sinks = None if call.sinks is None else torch.from_numpy(
-        np.asarray(call.sinks, np.float32)).to(device)
-    w = softmax_rows(s, sinks, dead=True)
+
+    def tensor(array: np.ndarray) -> torch.Tensor:
+        with warnings.catch_warnings():  # read-only recorded arrays: nothing writes them
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.from_numpy(array).to(device)
+
+    q = tensor(call.q)  # [batch, head, query, d]
+    k = tensor(call.k)  # [batch, kv head, key, d]
+    n_heads = q.shape[1]
+    k = k.repeat_interleave(n_heads // k.shape[1], dim=1)  # [batch, head, key, d]
+    allowed = allowed_keys(call)[:, None]  # [batch or 1, 1, query, key]
+    w = recompute(  # [batch, head, query, key]
+        torch.matmul(q * float(call.scaling), k.transpose(-1, -2)), call, scaled=True,
+        bias=None if call.bias is None else tensor(np.asarray(call.bias, np.float32)),
+        additive=None if call.mask is None or call.mask.dtype == bool else tensor(
+            np.asarray(call.mask, np.float32)),
+        forbidden=None if allowed.all() else tensor(~allowed),
+        sinks=None if call.sinks is None else tensor(np.asarray(call.sinks, np.float32)),
+        dead=True)
     out = torch.zeros((len(q_index), n_heads, max(map(len, q_index), default=0),
                        max(map(len, k_index), default=0)), dtype=torch.float32, device=device)
     for b, (qi, ki) in enumerate(zip(q_index, k_index)):

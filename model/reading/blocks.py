@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.reading.statistics import KEYS, accumulator, means, row_sums
 from model.store import BLOCK_BYTES, Block, readonly, row_slices, rows_per_block
 
 __all__ = ["BLOCK_BYTES", "Block", "LayerSummary", "assemble", "factors", "group_sums", "pool",
@@ -78,13 +79,6 @@ def group_sums(w: torch.Tensor, f: int, dim: int) -> torch.Tensor:
     if full < n:
         parts.append(w.narrow(dim, full, n - full).sum(dim, keepdim=True))
     return parts[0] if len(parts) == 1 else torch.cat(parts, dim)
-
-
-def accumulator(device) -> torch.dtype:
-    """What sums are kept in on ``device``: float64, or float32 where there is none (Apple's
-    MPS)."""
-    return torch.float32 if device is not None and torch.device(device).type == "mps" \
-        else torch.float64
 
 
 class _Pooler:
@@ -188,18 +182,17 @@ def factors(n_q: int, n_k: int, side: int) -> tuple[int, int]:
 
 
 def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis: bool, *,
-              tile: int = 16, grid: int = 64, mean_side: int = 1024,
-              device=None) -> LayerSummary:
+              tile: int, grid: int, mean_side: int, device=None) -> LayerSummary:
     """One pass over a layer's blocks (every head) for :class:`LayerSummary`.
 
     The statistics are the means over query rows of: the entropy of the row (nats); its
     weight on the first key; and for self-attention (``same_axis``) the weighted distance
     ``Σ w·|q − k|``, the weight on the query itself and on the token before it (this one over
-    rows 1…). Blocks aligned to :func:`summary_factors`' first factors are pooled fastest.
+    rows 1…), summed block by block by :func:`model.reading.statistics.row_sums`. Blocks
+    aligned to :func:`summary_factors`' first factors are pooled fastest.
     """
     f_mean, f_tile, f_grid = summary_factors(n_q, n_k, tile, grid, mean_side)
-    sums = {key: torch.zeros(heads, dtype=accumulator(device), device=device)
-            for key in ("entropy", "first_token", "distance", "self", "previous_token")}
+    sums = {key: torch.zeros(heads, dtype=accumulator(device), device=device) for key in KEYS}
     poolers = peak = top = None
     for block in blocks:
         w = _tensor(block.weights)  # [head, rows, keys]
@@ -210,7 +203,8 @@ def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis
             sums = {key: value.to(dev, accumulator(dev)) for key, value in sums.items()}
             peak = torch.zeros((), dtype=torch.float32, device=dev)
             top = torch.zeros((), dtype=torch.float32, device=dev)
-        _add_statistics(sums, w, block.start, same_axis)
+        for key, value in row_sums(w, block.start, same_axis).items():
+            sums[key] += value
         rest = w[:, 1:, 1:] if block.start == 0 else w[..., 1:]
         if rest.numel():  # along the rows first: a reduction over all of a slice is slow
             peak = torch.maximum(peak, rest.amax(-1).max())
@@ -222,13 +216,7 @@ def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis
         grouped.add_to(poolers[2], grouped.sums.sum(0, keepdim=True) / heads)
     if poolers is None:  # no rows at all
         raise ValueError("a layer without query rows has nothing to summarise")
-    stats = {key: (value / max(1, n_q - 1 if key == "previous_token" else n_q)).cpu().double()
-             .numpy() for key, value in sums.items()}
-    if not same_axis:
-        for key in ("distance", "self", "previous_token"):
-            stats[key][:] = np.nan
-    elif n_q < 2:
-        stats["previous_token"][:] = np.nan
+    stats = means(sums, n_q, same_axis)
     peak_value = float(peak) if n_q > 1 and n_k > 1 else float(top)
     return LayerSummary({key: readonly(value) for key, value in stats.items()},
                         readonly(poolers[0].result()), f_tile, readonly(poolers[1].result()),
@@ -236,8 +224,8 @@ def summarise(blocks: Iterable[Block], heads: int, n_q: int, n_k: int, same_axis
                         peak_value)
 
 
-def summary_factors(n_q: int, n_k: int, tile: int = 16, grid: int = 64,
-                    mean_side: int = 1024) -> tuple[tuple[int, int], ...]:
+def summary_factors(n_q: int, n_k: int, tile: int, grid: int,
+                    mean_side: int) -> tuple[tuple[int, int], ...]:
     """Tokens per block ``(queries, keys)`` of :class:`LayerSummary`'s mean, tiles and grid:
     the coarser two are multiples of the mean's, so a block's sums are made once."""
     f_mean = factors(n_q, n_k, mean_side)
@@ -245,49 +233,6 @@ def summary_factors(n_q: int, n_k: int, tile: int = 16, grid: int = 64,
         f_mean, factors(-(-n_q // f_mean[0]), -(-n_k // f_mean[1]), side)))
         for side in (tile, grid))
     return (f_mean, *coarser)
-
-
-TINY = float(np.finfo(np.float32).tiny)
-
-
-def _add_statistics(sums: dict, w: torch.Tensor, start: int, same_axis: bool) -> None:
-    """Add a block's rows to the sums of the statistics (see :func:`summarise`)."""
-    f64 = sums["entropy"].dtype  # float64 where the device has it
-    # -Σ w·log w with 0·log 0 = 0: weights are raised to the smallest normal float first (the
-    # log of 0 is slow, and 0 · log(tiny) is 0), which moves no weight above it
-    logs = w.clamp_min(TINY).log_().mul_(w)
-    sums["entropy"] -= logs.sum(-1).sum(-1, dtype=f64)
-    sums["first_token"] += w[..., 0].sum(-1, dtype=f64)
-    if not same_axis:
-        return
-    rows, ke = w.shape[1], w.shape[2]
-    q = torch.arange(start, start + rows, device=w.device, dtype=torch.float32)
-    before = min(start, ke)  # keys before the block's first query: |q - k| = q - k
-    if before:  # Σ w and Σ w·k of the keys before the block in one product
-        ones_k = torch.stack([torch.ones(before, device=w.device),
-                              torch.arange(before, device=w.device, dtype=torch.float32)], 1)
-        left = w[..., :before] @ ones_k  # [head, rows, 2]
-        distance = (left[..., 0] * q - left[..., 1]).sum(-1, dtype=f64)
-    else:
-        distance = torch.zeros(w.shape[0], dtype=f64, device=w.device)
-    if before < ke:
-        k = torch.arange(before, ke, device=w.device, dtype=torch.float32)
-        near = (q[:, None] - k[None, :]).abs_()
-        distance += (w[..., before:] * near).sum(-1).sum(-1, dtype=f64)
-    sums["distance"] += distance
-    sums["self"] += _diagonal(w, start).sum(-1, dtype=f64)
-    sums["previous_token"] += _diagonal(w, start - 1).sum(-1, dtype=f64)
-
-
-def _diagonal(w: torch.Tensor, offset: int) -> torch.Tensor:
-    """Per head, the weights ``w[h, i, i + offset]`` of a block (those inside it): ``[head,
-    n]``; ``offset`` is the block's first row (its diagonal) or one less (the token before)."""
-    rows, keys = w.shape[1], w.shape[2]
-    if offset < 0:  # the first row has no token before it
-        return _diagonal(w[:, 1:], 0)
-    if offset >= keys:
-        return w.new_zeros((w.shape[0], 0))
-    return torch.diagonal(w, offset=offset, dim1=1, dim2=2)[:, :rows]
 
 
 def softmax_rows(logits: torch.Tensor, sinks: torch.Tensor | None = None,

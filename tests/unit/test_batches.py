@@ -14,10 +14,14 @@ from model.corpus.statistics import (
     SPAN,
     Span,
     batch_statistics,
+    defined_statistics,
     heads_by_change,
     js_divergence,
+    longest_sentence,
     matches,
+    queries_per_sentence,
     ranked_heads,
+    sentences_ran,
     summarise_heads,
 )
 from model.hf import HFModel
@@ -148,6 +152,20 @@ def test_head_summaries_give_the_mean_and_a_t_interval_over_sentences():
     assert summary.low[0, 1] == summary.high[0, 1] == 5.0  # no spread: an empty interval
     ranked = ranked_heads(summary)
     assert [(r["layer"], r["head"]) for r in ranked] == [(0, 1), (0, 0)]
+
+
+def test_the_corpus_pages_counts_come_from_the_table():
+    """What the Corpus page says of a table: sentences that ran, the statistics a kind has,
+    each sentence's queries, the longest sentence; against a hand-built table."""
+    table = {"sentence": np.array([0, 0, 2, 2, 2]), "kind": np.array(["s", "c", "s", "s", "c"]),
+             "queries": np.array([3, 3, 5, 5, 5]),
+             "entropy": np.array([0.1, 0.2, 0.3, 0.4, 0.5]),
+             "distance": np.array([1.0, np.nan, 2.0, 3.0, np.nan])}
+    assert sentences_ran(table) == 2  # sentence 1 was left out
+    assert defined_statistics(table, "s", ("entropy", "distance")) == ["entropy", "distance"]
+    assert defined_statistics(table, "c", ("entropy", "distance")) == ["entropy"]
+    np.testing.assert_array_equal(queries_per_sentence(table, "s", 4), [3, 0, 5, 0])
+    assert longest_sentence(np.array([4, 9, 2, 9])) == (1, 9)
 
 
 def test_a_pattern_compared_with_itself_differs_nowhere_and_ranks_no_head(tiny_checkpoints):
