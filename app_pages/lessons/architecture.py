@@ -9,21 +9,15 @@ import streamlit as st
 
 from app_pages.cache.getters import heavy_work
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    chart,
-    literal,
-    presenting,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
+from app_pages.frame.settings import presenting
 from app_pages.lessons.lesson import footer, header, own_model_run
 from i18n import N_, _
-from model.lessons.internals import (
-    SUBLAYERS,
-    query_choices,
-    residual_streams,
-    stacks_of,
-)
-from viz.lessons.internals import SIZE_PARTS, architecture_diagram, clicked_block, residual_sizes
+from model.lessons.architecture import SUBLAYERS, residual_streams, stacks_of
+from model.lessons.network import query_choices
+from viz.lessons.architecture import SIZE_PARTS, architecture_diagram, clicked_block, residual_sizes
 
 PATH = script("lesson_architecture")
 GO = "_arch_go"  # the page a click chose, switched to at the start of the next run

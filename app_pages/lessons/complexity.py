@@ -6,25 +6,17 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.frame import widgets
-from app_pages.frame.common import chart
+from app_pages.frame.charts import chart
 from app_pages.frame.navigation import script
 from app_pages.lessons.lesson import footer, header
 from i18n import _
-from model.lessons.generation import operation_counts
-from viz.lessons.generation import complexity_lesson
+from model.lessons.complexity import operation_counts
+from viz.lessons.complexity import complexity_lesson
+from viz.numbers import count
 
 PATH = script("lesson_complexity")
 N_CHOICES = tuple(2 ** k for k in range(0, 21))  # 1 .. 1,048,576 tokens
 D_CHOICES = (64, 128, 256, 512, 576, 768, 1024, 2048, 4096, 5120, 8192, 12288, 16384)
-
-
-def _count(value: int) -> str:
-    """A count, in powers of ten from a million on (1.34 × 10⁹)."""
-    if value < 10 ** 6:
-        return f"{value:,}"
-    exponent = len(str(value)) - 1
-    superscript = str(exponent).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
-    return f"{value / 10 ** exponent:.2f} × 10{superscript}"
 
 
 def _thousands(value) -> str:
@@ -47,9 +39,9 @@ d = widgets.select_slider(_("model width d"), D_CHOICES, 512, key="cx_d", contai
                                  "4,096."))
 ops = operation_counts(n, d)
 c1, c2, c3 = st.columns(3)
-c1.metric(_("self-attention n²·d"), _count(ops.attention),
+c1.metric(_("self-attention n²·d"), count(ops.attention),
           f"{n:,}² × {d:,}", delta_color="off", delta_arrow="off")
-c2.metric(_("RNN n·d²"), _count(ops.recurrent), f"{n:,} × {d:,}²", delta_color="off",
+c2.metric(_("RNN n·d²"), count(ops.recurrent), f"{n:,} × {d:,}²", delta_color="off",
           delta_arrow="off")
 if ops.attention < ops.recurrent:
     verdict = _("attention does {times:,.1f}× less work").format(times=ops.ratio)

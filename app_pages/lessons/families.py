@@ -7,21 +7,17 @@ import streamlit as st
 
 from app_pages.cache.getters import get_model, get_trace
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    DEFAULT_TEXT,
-    KIND_LABELS,
-    chart,
-    describe_error,
-    literal,
-    settings,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.errors import describe_error
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
+from app_pages.frame.settings import DEFAULT_TEXT, KIND_LABELS, settings
 from app_pages.lessons.lesson import footer, header
 from i18n import N_, _
 from model import UnknownWordsError
 from model.errors import listed
-from model.lessons.generation import family_view, telling_head
-from viz.lessons.generation import family_panels
+from model.lessons.families import family_view, telling_head
+from viz.lessons.families import family_panels
 
 PATH = script("lesson_families")
 MAX_CHARS = 300  # one sentence: three models draw every token
@@ -46,7 +42,7 @@ COLUMNS = (
 )
 
 
-# Why the head shown first was chosen (model.lessons.generation.telling_head).
+# Why the head shown first was chosen (model.lessons.families.telling_head).
 WHY_THIS_HEAD = {
     "encoder.self": N_("The head shown first reads most to the right of each token: only a "
                        "bidirectional model can."),

@@ -3,26 +3,25 @@ attention row and one key and value per layer to the KV cache, which is measured
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
 import viz
 from app_pages.cache.getters import get_generation, get_model
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    chart,
-    describe_error,
-    explained_errors,
-    literal,
-    presenting,
-    settings,
-    stepper,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import stepper
+from app_pages.frame.errors import describe_error, explained_errors
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
+from app_pages.frame.settings import presenting, settings
 from app_pages.lessons.lesson import footer, header
 from i18n import _
 from model.lessons.generation import kv_growth, next_words, pattern_at_step
 from viz.lessons.generation import cache_bytes, cache_grid, growing_pattern
+from viz.numbers import byte_size
 
 PATH = script("lesson_generation")
 MODELS = ("own-translator", "smollm2")
@@ -31,14 +30,7 @@ MAX_CHARS = 300  # a short sentence or prompt: the lesson draws every token
 NEW_TOKENS = (2, 16, 8)  # smollm2: fewest, most and default tokens written
 
 
-def _size(n_bytes: float) -> str:
-    """Bytes in B, KB (1,024 B) or MB."""
-    for unit in ("B", "KB", "MB"):
-        if n_bytes < 1024 or unit == "MB":
-            return f"{n_bytes:,.0f} B" if unit == "B" else f"{n_bytes:,.1f} {unit}"
-        n_bytes /= 1024
-    return ""
-
+_size = partial(byte_size, largest="MB")  # the cache of these models: B, KB or MB
 
 def _shown(token: str) -> str:
     """A token for bold text: without the spaces around it (``**␣cat**`` is not bold)."""

@@ -9,12 +9,14 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.frame import widgets
-from app_pages.frame.common import chart, literal, presenting, stepper
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import stepper
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
+from app_pages.frame.settings import presenting
 from app_pages.lessons.lesson import footer, header
 from i18n import N_, _
-from model.lessons.math import (
-    LARGEST_INPUT,
+from model.lessons.hand import (
     SEED_DECIMALS,
     SEED_K,
     SEED_Q,
@@ -25,7 +27,10 @@ from model.lessons.math import (
     hand_steps,
     run_attention,
 )
-from viz.lessons.math import hand_weights, matrix_tex, number, value_mix, vector
+from model.lessons.typed import LARGEST_INPUT
+from viz.lessons.hand import hand_weights, value_mix
+from viz.lessons.numbers import matrix_tex, vector
+from viz.numbers import number
 
 PATH = script("lesson_hand")
 TABLE = "hand_table"

@@ -7,8 +7,12 @@ from typing import NamedTuple
 
 import streamlit as st
 
+from app_pages.cache.getters import get_model, get_trace
 from app_pages.frame import widgets
+from app_pages.frame.errors import describe_error, explained_errors
 from app_pages.frame.navigation import LESSON_PAGES, PageSpec
+from app_pages.frame.run import random_weights_note
+from app_pages.frame.settings import settings
 from i18n import N_, _
 
 # The project's own models a lesson that looks inside the network may run.
@@ -73,13 +77,6 @@ def own_model_run(prefix: str, help: str = "") -> LessonRun:
         prefix: the page's widget keys start with it (``{prefix}_model``, ``{prefix}_text``).
         help: more help for the model choice.
     """
-    from app_pages.cache.getters import get_model, get_trace
-    from app_pages.frame.common import (
-        describe_error,
-        explained_errors,
-        random_weights_note,
-        settings,
-    )
 
     left, right = st.columns([2, 3])
     spec = widgets.radio(_("Model"), list(OWN_MODELS), key=f"{prefix}_model", container=left,

@@ -10,20 +10,18 @@ import streamlit as st
 import viz
 from app_pages.cache.getters import heavy_work
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    chart,
-    kind_selector,
-    literal,
-    presenting,
-    stepper,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import kind_selector, stepper
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
+from app_pages.frame.settings import presenting
 from app_pages.lessons.lesson import footer, header, own_model_run
 from i18n import _
 from model.analysis.cuts import query_rows
-from model.lessons.internals import heads_of_layer, query_choices
+from model.lessons.multihead import heads_of_layer
+from model.lessons.network import query_choices
 from viz.labels import escape
-from viz.lessons.internals import HEAD_STAGES, concat_bars, heads_flow
+from viz.lessons.multihead import HEAD_STAGES, concat_bars, heads_flow
 
 PATH = script("lesson_multihead")
 STEPS = 3

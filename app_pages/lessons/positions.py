@@ -6,23 +6,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-import viz.lessons.claims as figures
+import viz.lessons.positions as figures
 from app_pages.cache.getters import get_model, heavy_work
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    DEFAULT_TEXT,
-    chart,
-    explained_errors,
-    literal,
-    random_weights_note,
-    settings,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.errors import explained_errors
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
+from app_pages.frame.run import random_weights_note
+from app_pages.frame.settings import DEFAULT_TEXT, settings
 from app_pages.lessons.lesson import footer, header
 from i18n import _
 from model import UnknownWordsError
 from model.errors import listed
-from model.lessons.claims import MAX_WORDS, compare_orders
+from model.lessons.positions import MAX_WORDS, compare_orders
+from viz.numbers import tiny
 
 PATH = script("lesson_positions")
 MODELS = ("own-translator", "own-random")
@@ -49,15 +47,6 @@ def _shuffle_again() -> None:
     st.session_state[SEED] = _seed() + 1
 
 
-SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def tiny(value: float) -> str:
-    """A number near 0 as ``6.0 × 10⁻⁸`` (no letter e, which reads as English in 中文)."""
-    if value == 0:
-        return "0"
-    mantissa, exponent = f"{value:.1e}".split("e")
-    return f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPT)}"
 
 
 def _describe(spec: str):

@@ -9,19 +9,17 @@ import streamlit as st
 
 from app_pages.cache.getters import heavy_work
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    chart,
-    kind_selector,
-    literal,
-    presenting,
-    stepper,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import kind_selector, stepper
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
+from app_pages.frame.settings import presenting
 from app_pages.lessons.lesson import footer, header, own_model_run
 from i18n import N_, _
-from model.lessons.internals import query_choices, query_key_value
+from model.lessons.network import query_choices
+from model.lessons.qkv import query_key_value
 from viz.labels import escape
-from viz.lessons.internals import projection, query_key_bars, vector_strips
+from viz.lessons.qkv import projection, query_key_bars, vector_strips
 
 PATH = script("lesson_qkv")
 ROLES = {"Q": N_("Q, the query: what this token is looking for"),

@@ -10,33 +10,28 @@ import streamlit as st
 
 from app_pages.cache.getters import get_dot_products, get_trace, get_width_statistics
 from app_pages.frame import widgets
-from app_pages.frame.common import chart, kind_selector, literal, settings
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import kind_selector
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
+from app_pages.frame.settings import settings
 from app_pages.lessons.lesson import footer, header
 from i18n import _
-from model.lessons.math import (
+from model.lessons.scaling import (
     D_K_CHOICES,
-    LARGEST_INPUT,
     SEED_SCORES,
     WIDTH_SAMPLES,
-    checked_number,
     trace_scaling,
     two_scores,
 )
-from viz.lessons import math as figures
-from viz.lessons.math import vector
+from model.lessons.typed import LARGEST_INPUT, checked_number
+from viz.lessons import scaling as figures
+from viz.lessons.numbers import vector
+from viz.numbers import exponential, significant
 
 PATH = script("lesson_scaling")
 SCORES = ("scale_s1", "scale_s2")
 SPEC, SENTENCE = "own-translator", "The cat sat on the mat"
-
-
-def power(x: float) -> str:
-    """eˣ written as the lesson writes it: 2981, 0.05; very large or small ones in powers
-    of ten."""
-    if x == 0 or x >= 1e6 or x < 0.01:
-        return f"{x:.2e}"
-    return f"{x:.0f}" if x >= 100 else f"{x:.2f}"
 
 
 header(PATH)
@@ -89,7 +84,7 @@ except ValueError as error:
 if sat is not None:
     text, plot = st.columns(2)
     with text:
-        exps = ", ".join(f"$e^{{{s:g}}}$ = {power(e)}" for s, e in zip(sat.scores, sat.exps))
+        exps = ", ".join(f"$e^{{{s:g}}}$ = {exponential(e)}" for s, e in zip(sat.scores, sat.exps))
         st.markdown(_("**Without ÷√d_k:** {exps} → softmax ≈ **{weights}**").format(
             exps=exps, weights=vector(sat.raw, 3)))
         st.markdown(_("**With ÷√d_k = ÷{root}:** scores {scaled} → softmax ≈ "
@@ -100,8 +95,8 @@ if sat is not None:
             "The gradient tells training how to change the scores. A softmax that is almost "
             "one-hot barely moves when its scores move, so its gradient is almost 0 and the "
             "scores get no signal to learn from."))
-        st.metric(_("gradient size without ÷√d_k"), figures.significant(sat.raw_gradient))
-        st.metric(_("gradient size with ÷√d_k"), figures.significant(sat.scaled_gradient))
+        st.metric(_("gradient size without ÷√d_k"), significant(sat.raw_gradient))
+        st.metric(_("gradient size with ÷√d_k"), significant(sat.scaled_gradient))
         st.caption(_("Gradient size: the norm of softmax's Jacobian ∂p/∂s, the change of every "
                      "weight for a small change of every score."))
     chart(figures.softmax_pair(sat.raw, sat.scaled, [f"{s:g}" for s in sat.scores], root),

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-import viz.lessons.claims as figures
+import viz.lessons.see_it as figures
 from app_pages.cache.getters import get_trace
-from app_pages.frame.common import chart, explained_errors, settings
+from app_pages.frame.charts import chart
+from app_pages.frame.errors import explained_errors
 from app_pages.frame.navigation import script
+from app_pages.frame.settings import settings
 from app_pages.lessons.lesson import footer, header
 from i18n import N_, _
-from model.lessons.claims import CLAIMS, CONTRAST, Claim, Found, find_pair
+from model.lessons.see_it import CLAIMS, CONTRAST, Claim, Found, find_pair
 
 PATH = script("lesson_see_it")
 SPEC = "own-translator"

@@ -1,2 +1,15 @@
-"""What the lessons compute: the network re-run with hooks (residual streams, queries, keys and
-values), positions removed or shuffled, generation steps, and the seed's worked numbers."""
+"""What the lessons compute, one module per lesson named as its page in
+:mod:`app_pages.lessons` and its figures in :mod:`viz.lessons`.
+
+Per lesson: :mod:`.architecture` (§3.2–3.3, each Add & Norm's residual stream),
+:mod:`.positions` (§3.4 why positions: the encoder with and without them, on shuffled words),
+:mod:`.see_it` (§3.4 who looks at whom: the head where a pair's weight is largest),
+:mod:`.generation` (§3.4/3.8 generation and the KV cache), :mod:`.families` (§3.7 the three
+families), :mod:`.qkv` (§4.2 one token's query, keys and values), :mod:`.hand` (§4.3 attention
+by hand), :mod:`.scaling` (§4.4 why divide by √d_k), :mod:`.multihead` (§4.6 one layer's heads
+from the split to W_O) and :mod:`.complexity` (§4.8 n²·d against n·d²).
+
+Shared: :mod:`.network` (the own network re-run with hooks, and the checks of a layer, head and
+kind) and :mod:`.typed` (numbers a person types, checked). This room may use :mod:`model.own`,
+never the Hugging Face room.
+"""

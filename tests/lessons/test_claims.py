@@ -12,17 +12,14 @@ import numpy as np
 import pytest
 
 import i18n
-from model.lessons.claims import (
-    CLAIMS,
-    CONTRAST,
-    Claim,
+from model.lessons.positions import (
     compare_orders,
     encoder_attention,
-    find_pair,
     reorder,
     shuffle_order,
     source_ids,
 )
+from model.lessons.see_it import CLAIMS, CONTRAST, Claim, find_pair
 from tests.helpers import SEED_SENTENCE, app_test, figures, plotly_array, tiny_own_model
 
 SENTENCES = [SEED_SENTENCE, "The cat chased the mouse because it was hungry",
@@ -157,8 +154,8 @@ def test_each_claim_is_found_where_its_weight_is_largest_and_at_least_0_4(transl
 
 
 def test_the_claims_match_the_lessons_numbers(translator):
-    """The numbers the issue quotes from the own translator (sat → cat 0.72, the → mat 0.63,
-    it → cat 0.47, 垫子 → mat 1.00)."""
+    """The numbers the lesson's specification quotes from the own translator (sat → cat 0.72,
+    the → mat 0.63, it → cat 0.47, 垫子 → mat 1.00)."""
     found = {c.id: find_pair(translator.trace(c.sentence), c) for c in CLAIMS}
     assert round(found["sat_cat"].weight, 2) == 0.72
     assert round(found["the_mat"].weight, 2) == 0.63
@@ -216,7 +213,7 @@ def test_the_grid_of_heads_outlines_the_cell_in_its_head_only():
 
 
 def test_order_panels_draw_both_orders_and_the_difference():
-    from viz.lessons.claims import order_panels
+    from viz.lessons.positions import order_panels
 
     original = np.eye(3)
     order = np.array([2, 0, 1])
@@ -230,7 +227,7 @@ def test_order_panels_draw_both_orders_and_the_difference():
 
 
 def test_pair_grid_writes_every_head_and_outlines_each_rows_largest():
-    from viz.lessons.claims import pair_grid
+    from viz.lessons.see_it import pair_grid
     from viz.style import HIGHLIGHT_COLOR
 
     grids = [np.array([[0.1, 0.9], [0.2, 0.3]]), np.array([[0.5, 0.1], [0.05, 0.2]])]

@@ -308,7 +308,7 @@ def test_the_lesson_pages_run_in_chinese():
 # --- three families -----------------------------------------------------------------------------
 
 def test_telling_head_finds_the_head_that_shows_its_familys_view():
-    from model.lessons.generation import family_view, telling_head
+    from model.lessons.families import family_view, telling_head
     from model.trace import AttentionTrace
 
     n = 5
@@ -378,7 +378,7 @@ def _annotations_at_their_lines(fig: dict) -> None:
 
 @pytest.mark.parametrize("n, d", [(256, 512), (65536, 4096), (512, 512), (1, 64)])
 def test_the_complexity_labels_sit_at_their_lines_on_the_log_axis(n, d):
-    from viz.lessons.generation import complexity_lesson
+    from viz.lessons.complexity import complexity_lesson
 
     fig = complexity_lesson(n, d).to_plotly_json()
     _annotations_at_their_lines(fig)
@@ -392,7 +392,7 @@ def test_the_complexity_labels_sit_at_their_lines_on_the_log_axis(n, d):
 
 
 def test_the_complexity_page_counts_operations_for_the_chosen_n_and_d():
-    from model.lessons.generation import operation_counts
+    from model.lessons.complexity import operation_counts
 
     assert operation_counts(7, 512).attention == 7 * 7 * 512
     assert operation_counts(7, 512).ratio == pytest.approx(512 / 7)

@@ -17,7 +17,8 @@ import torch.nn.functional as F
 
 import i18n
 from model import load
-from model.lessons import internals as li
+from model.lessons import architecture, multihead, network, qkv
+from model.own.hooks import record
 from tests.helpers import (
     CHROMIUM,
     SEED_SENTENCE,
@@ -27,7 +28,10 @@ from tests.helpers import (
     plotly_array,
     tiny_own_model,
 )
-from viz.lessons import internals as vl
+from viz.lessons import architecture as arch_fig
+from viz.lessons import multihead as heads_fig
+from viz.lessons import qkv as qkv_fig
+from viz.style import HIGHLIGHT_COLOR, MASK_COLOR, head_color
 
 ATOL = 1e-4
 
@@ -48,13 +52,13 @@ def seed_trace(translator):
 
 
 def _inputs(model, trace):
-    return li.model_inputs(model, trace)
+    return network.model_inputs(model, trace)
 
 
 # --- §3.2–3.3: residual + LayerNorm --------------------------------------------------------------
 
 def test_layernorm_output_is_torch_layer_norm_of_x_plus_sublayer(translator, seed_trace):
-    streams = li.residual_streams(translator, seed_trace)
+    streams = architecture.residual_streams(translator, seed_trace)
     network = translator.network
     assert set(streams.layers) == {("encoder", i) for i in range(3)} | {
         ("decoder", i) for i in range(3)}
@@ -62,8 +66,8 @@ def test_layernorm_output_is_torch_layer_norm_of_x_plus_sublayer(translator, see
     for (stack, layer), measured in streams.layers.items():
         module = getattr(network, stack).layers[layer]
         names = [r.sublayer for r in measured.residuals]
-        assert names == [name for name, _residual in li.SUBLAYERS[stack]]
-        for residual, (_name, attribute) in zip(measured.residuals, li.SUBLAYERS[stack]):
+        assert names == [name for name, _residual in architecture.SUBLAYERS[stack]]
+        for residual, (_name, attribute) in zip(measured.residuals, architecture.SUBLAYERS[stack]):
             norm = getattr(module, attribute).norm
             # the LayerNorm's input is x + sublayer(x) (dropout is off in eval)
             np.testing.assert_allclose(residual.total, residual.x + residual.update, atol=ATOL)
@@ -76,7 +80,7 @@ def test_layernorm_output_is_torch_layer_norm_of_x_plus_sublayer(translator, see
 
 
 def test_the_hooked_streams_reproduce_the_models_forward_output(translator, seed_trace):
-    streams = li.residual_streams(translator, seed_trace)
+    streams = architecture.residual_streams(translator, seed_trace)
     network = translator.network
     inputs = _inputs(translator, seed_trace)
     with torch.inference_mode():
@@ -99,24 +103,24 @@ def test_the_hooked_streams_reproduce_the_models_forward_output(translator, seed
 
 
 def test_sizes_are_the_l2_norms_of_the_four_vectors(translator, seed_trace):
-    measured = li.residual_streams(translator, seed_trace).layers["decoder", 1]
+    measured = architecture.residual_streams(translator, seed_trace).layers["decoder", 1]
     sizes = measured.sizes(3)
     assert sizes.shape == (3, 4)
     for row, residual in zip(sizes, measured.residuals):
         expected = [math.sqrt(float(np.sum(getattr(residual, part)[3] ** 2)))
-                    for part in li.PARTS]
+                    for part in architecture.PARTS]
         np.testing.assert_allclose(row, expected, rtol=1e-9)
 
 
 def test_the_ffn_widths_are_the_loaded_models(translator, random_model):
     trace = translator.trace(SEED_SENTENCE)
-    streams = li.residual_streams(translator, trace)
+    streams = architecture.residual_streams(translator, trace)
     n_source, n_target = len(trace.source_tokens), len(trace.target_tokens)
     assert (streams.d_model, streams.d_ff) == (128, 512)
     assert streams.layers["encoder", 0].ffn_shapes == ((1, n_source, 128), (1, n_source, 512),
                                                        (1, n_source, 128))
     assert streams.layers["decoder", 2].ffn_shapes[1] == (1, n_target, 512)
-    full = li.residual_streams(random_model, random_model.trace(SEED_SENTENCE))
+    full = architecture.residual_streams(random_model, random_model.trace(SEED_SENTENCE))
     assert full.layers["encoder", 5].ffn_shapes == ((1, 6, 512), (1, 6, 2048), (1, 6, 512))
     assert len(full.layers) == 12  # the seed's 6 + 6 layers
 
@@ -124,10 +128,10 @@ def test_the_ffn_widths_are_the_loaded_models(translator, random_model):
 def test_a_single_stack_model_has_its_one_stack_only():
     model = tiny_own_model("decoder-only")
     trace = model.trace("a b c a")
-    streams = li.residual_streams(model, trace)
+    streams = architecture.residual_streams(model, trace)
     assert set(streams.layers) == {("decoder", 0), ("decoder", 1)}
     assert [r.sublayer for r in streams.layers["decoder", 0].residuals] == ["self_attn", "ffn"]
-    assert li.stacks_of(trace) == ["decoder"]
+    assert architecture.stacks_of(trace) == ["decoder"]
 
 
 # --- §4.2: query, key, value ---------------------------------------------------------------------
@@ -137,7 +141,7 @@ def test_a_single_stack_model_has_its_one_stack_only():
     ("decoder.cross", 2, 1, 4)])
 def test_dot_products_over_root_d_head_are_the_models_own_scores(translator, seed_trace, name,
                                                                   layer, head, query):
-    seen = li.query_key_value(translator, seed_trace, name, layer, head, query)
+    seen = qkv.query_key_value(translator, seed_trace, name, layer, head, query)
     assert seen.d_head == 32
     scores = seed_trace.scores(name, layer, head)[query]  # captured by the trace's own hooks
     np.testing.assert_allclose(seen.dots / math.sqrt(32), scores, atol=ATOL)
@@ -150,19 +154,19 @@ def test_dot_products_over_root_d_head_are_the_models_own_scores(translator, see
 
 def test_the_heads_slices_turn_the_input_into_its_q_k_and_v(translator, seed_trace):
     for name, layer in (("encoder.self", 0), ("decoder.self", 2), ("decoder.cross", 1)):
-        seen = li.query_key_value(translator, seed_trace, name, layer, 1, 2)
+        seen = qkv.query_key_value(translator, seed_trace, name, layer, 1, 2)
         assert seen.W_Q.shape == (32, 128) and seen.b_Q.shape == (32,)
         np.testing.assert_allclose(seen.x @ seen.W_Q.T + seen.b_Q, seen.q, atol=ATOL)
         np.testing.assert_allclose(seen.keys_in @ seen.W_K.T + seen.b_K, seen.k, atol=ATOL)
         np.testing.assert_allclose(seen.keys_in @ seen.W_V.T + seen.b_V, seen.v, atol=ATOL)
-        module = li._attention_module(translator.network, name, layer)
+        module = network.attention_module(translator.network, name, layer)
         np.testing.assert_array_equal(seen.W_Q,
                                       module.W_Q.weight[32:64].detach().double().numpy())
 
 
 def test_the_input_of_layer_0_is_the_word_times_root_d_model_plus_its_position(translator,
                                                                                seed_trace):
-    seen = li.query_key_value(translator, seed_trace, "encoder.self", 0, 0, 2)
+    seen = qkv.query_key_value(translator, seed_trace, "encoder.self", 0, 0, 2)
     table = translator.position_table(8)
     np.testing.assert_allclose(seen.position, table[2], atol=1e-6)
     assert seen.scale == pytest.approx(math.sqrt(128))
@@ -170,21 +174,21 @@ def test_the_input_of_layer_0_is_the_word_times_root_d_model_plus_its_position(t
     np.testing.assert_allclose(seen.x, seen.embedded, atol=ATOL)  # layer 0 reads it as it is
     row = translator.network.src_embed.token.weight[seed_trace.source_ids[2]]
     np.testing.assert_allclose(seen.token_embedding, row.detach().double().numpy(), atol=1e-6)
-    deeper = li.query_key_value(translator, seed_trace, "encoder.self", 1, 0, 2)
+    deeper = qkv.query_key_value(translator, seed_trace, "encoder.self", 1, 0, 2)
     assert np.abs(deeper.x - deeper.embedded).max() > 0.1  # layer 1 reads what layer 0 made
 
 
 def test_the_key_shown_beside_the_query_is_its_own_or_the_one_it_weighs_most(translator,
                                                                              seed_trace):
-    own = li.query_key_value(translator, seed_trace, "encoder.self", 1, 0, 4)
+    own = qkv.query_key_value(translator, seed_trace, "encoder.self", 1, 0, 4)
     assert own.key_position == 4
-    cross = li.query_key_value(translator, seed_trace, "decoder.cross", 2, 0, 3)
+    cross = qkv.query_key_value(translator, seed_trace, "decoder.cross", 2, 0, 3)
     assert cross.key_position == int(np.argmax(seed_trace.weights("decoder.cross", 2, 0)[3]))
 
 
 def test_own_random_queries_have_the_seeds_width(random_model):
     trace = random_model.trace(SEED_SENTENCE)
-    seen = li.query_key_value(random_model, trace, "decoder.self", 3, 7, 4)
+    seen = qkv.query_key_value(random_model, trace, "decoder.self", 3, 7, 4)
     assert (seen.d_model, seen.d_head) == (512, 64)
     assert seen.q.shape == (64,) and seen.k.shape == (7, 64)  # <bos> and the six words
     np.testing.assert_allclose(seen.scaled, trace.scores("decoder.self", 3, 7)[4], atol=ATOL)
@@ -197,8 +201,8 @@ def test_own_random_queries_have_the_seeds_width(random_model):
                                          ("decoder.cross", 2)])
 def test_concatenating_the_heads_and_applying_w_o_reproduces_the_modules_output(
         translator, seed_trace, name, layer):
-    heads = li.heads_of_layer(translator, seed_trace, name, layer)
-    module = li._attention_module(translator.network, name, layer)
+    heads = multihead.heads_of_layer(translator, seed_trace, name, layer)
+    module = network.attention_module(translator.network, name, layer)
     concatenated = np.concatenate(list(heads.z), axis=-1)  # head 0's columns, then head 1's, …
     np.testing.assert_allclose(concatenated, heads.concat, atol=1e-6)
     for head in range(heads.n_heads):
@@ -212,12 +216,12 @@ def test_concatenating_the_heads_and_applying_w_o_reproduces_the_modules_output(
 
 def test_own_random_shows_the_seeds_shapes(random_model):
     trace = random_model.trace(SEED_SENTENCE)
-    heads = li.heads_of_layer(random_model, trace, "encoder.self", 0)
+    heads = multihead.heads_of_layer(random_model, trace, "encoder.self", 0)
     B, L = 1, 6
     assert heads.shapes == {"input": (B, L, 512), "q": (B, 8, L, 64), "k": (B, 8, L, 64),
                             "v": (B, 8, L, 64), "pattern": (B, 8, L, L), "z": (B, 8, L, 64),
                             "concat": (B, L, 512), "output": (B, L, 512)}
-    cross = li.heads_of_layer(random_model, trace, "decoder.cross", 5)
+    cross = multihead.heads_of_layer(random_model, trace, "decoder.cross", 5)
     assert cross.shapes["pattern"] == (1, 8, L + 1, L)  # target queries × source keys
     assert cross.shapes["k"] == (1, 8, L, 64)
 
@@ -231,9 +235,9 @@ def _hook_count(module: torch.nn.Module) -> int:
 def test_hooks_are_removed_afterwards_and_other_threads_are_not_recorded(translator,
                                                                         seed_trace):
     before = _hook_count(translator.network)
-    li.residual_streams(translator, seed_trace)
-    li.heads_of_layer(translator, seed_trace, "decoder.cross", 0)
-    li.query_key_value(translator, seed_trace, "encoder.self", 0, 0, 0)
+    architecture.residual_streams(translator, seed_trace)
+    multihead.heads_of_layer(translator, seed_trace, "decoder.cross", 0)
+    qkv.query_key_value(translator, seed_trace, "encoder.self", 0, 0, 0)
     assert _hook_count(translator.network) == before
     module = translator.network.encoder.layers[0].self_attn
     inputs = _inputs(translator, seed_trace)
@@ -242,7 +246,7 @@ def test_hooks_are_removed_afterwards_and_other_threads_are_not_recorded(transla
         with torch.inference_mode():
             translator.network(**inputs)
 
-    with li._recording({"q": (module.hook_q, "output")}) as store:
+    with record([module.hook_q]) as store:
         worker = threading.Thread(target=other_session)
         worker.start()
         worker.join()
@@ -252,37 +256,37 @@ def test_hooks_are_removed_afterwards_and_other_threads_are_not_recorded(transla
 
 def test_out_of_range_and_foreign_models_are_refused(translator, seed_trace):
     with pytest.raises(ValueError, match="own-translator or own-random"):
-        li.own_network(object())
+        network.own_network(object())
     with pytest.raises(ValueError, match="layer 3 is out of range"):
-        li.heads_of_layer(translator, seed_trace, "encoder.self", 3)
+        multihead.heads_of_layer(translator, seed_trace, "encoder.self", 3)
     with pytest.raises(ValueError, match="head 4 is out of range"):
-        li.query_key_value(translator, seed_trace, "encoder.self", 0, 4, 0)
+        qkv.query_key_value(translator, seed_trace, "encoder.self", 0, 4, 0)
     with pytest.raises(ValueError, match="query 9 is out of range"):
-        li.query_key_value(translator, seed_trace, "encoder.self", 0, 0, 9)
+        qkv.query_key_value(translator, seed_trace, "encoder.self", 0, 0, 9)
     with pytest.raises(ValueError, match="not an attention kind"):
-        li.heads_of_layer(translator, seed_trace, "encoder.cross", 0)
+        multihead.heads_of_layer(translator, seed_trace, "encoder.cross", 0)
 
 
 # --- figures --------------------------------------------------------------------------------------
 
 def _diagram(**kwargs):
-    return vl.architecture_diagram(3, 3, d_model=128, n_heads=4, d_ff=512, **kwargs)
+    return arch_fig.architecture_diagram(3, 3, d_model=128, n_heads=4, d_ff=512, **kwargs)
 
 
 def test_every_block_of_the_diagram_is_covered_by_its_click_markers():
     fig = _diagram()
     markers = next(t for t in fig.data if t.name == "blocks")
     xs, ys, ids = np.array(markers.x), np.array(markers.y), list(markers.customdata)
-    assert set(ids) == set(vl.ALL_TARGETS)
-    for block, (cx, bottom, top, _kind, _label) in vl.BLOCKS.items():
+    assert set(ids) == set(arch_fig.ALL_TARGETS)
+    for block, (cx, bottom, top, _kind, _label) in arch_fig.BLOCKS.items():
         inside = [i for i, b in enumerate(ids) if b == block]
         assert len(inside) >= 6, block
-        assert all(abs(xs[i] - cx) < vl.HALF_WIDTH and bottom < ys[i] < top for i in inside)
+        assert all(abs(xs[i] - cx) < arch_fig.HALF_WIDTH and bottom < ys[i] < top for i in inside)
     # no marker of one block lies inside another block's rectangle
     for i, block in enumerate(ids):
-        for other, (cx, bottom, top, _kind, _label) in vl.BLOCKS.items():
+        for other, (cx, bottom, top, _kind, _label) in arch_fig.BLOCKS.items():
             if other != block:
-                assert not (abs(xs[i] - cx) < vl.HALF_WIDTH and bottom < ys[i] < top)
+                assert not (abs(xs[i] - cx) < arch_fig.HALF_WIDTH and bottom < ys[i] < top)
     texts = [a.text for a in fig.layout.annotations]
     assert any("128 → 512 → 128" in t for t in texts)
     assert any(t.startswith("3 ×") for t in texts)
@@ -291,7 +295,7 @@ def test_every_block_of_the_diagram_is_covered_by_its_click_markers():
 def test_the_chosen_blocks_are_outlined_and_hovers_name_the_view_a_click_opens():
     fig = _diagram(selected=("dec_cross", "dec_norm2"), targets={"dec_cross": "Translate"})
     widths = [s.line.width for s in fig.layout.shapes if s.type == "rect"
-              and s.line.color == vl.HIGHLIGHT_COLOR]
+              and s.line.color == HIGHLIGHT_COLOR]
     assert widths == [4, 4]
     markers = next(t for t in fig.data if t.name == "blocks")
     hover = [h for h, b in zip(markers.hovertext, markers.customdata) if b == "dec_cross"]
@@ -299,60 +303,62 @@ def test_the_chosen_blocks_are_outlined_and_hovers_name_the_view_a_click_opens()
 
 
 def test_a_click_event_names_its_block():
-    assert vl.clicked_block({"selection": {"points": [{"customdata": "enc_self"}]}}) == "enc_self"
-    assert vl.clicked_block({"selection": {"points": [{"customdata": {"0": "dec_ffn"}}]}}) == \
+    clicked = arch_fig.clicked_block
+    assert clicked({"selection": {"points": [{"customdata": "enc_self"}]}}) == "enc_self"
+    assert clicked({"selection": {"points": [{"customdata": {"0": "dec_ffn"}}]}}) == \
         "dec_ffn"
-    assert vl.clicked_block({"selection": {"points": [{"customdata": ["output"]}]}}) == "output"
-    assert vl.clicked_block({"selection": {"points": [{"customdata": "nowhere"}]}}) is None
-    assert vl.clicked_block({"selection": {"points": []}}) is None
-    assert vl.clicked_block(None) is None
+    assert clicked({"selection": {"points": [{"customdata": ["output"]}]}}) == "output"
+    assert clicked({"selection": {"points": [{"customdata": "nowhere"}]}}) is None
+    assert clicked({"selection": {"points": []}}) is None
+    assert clicked(None) is None
 
 
 def test_residual_bars_draw_the_four_sizes_of_each_sublayer():
     sizes = np.array([[10.0, 30.0, 33.0, 11.0], [11.0, 150.0, 155.0, 9.0]])
-    fig = vl.residual_sizes(sizes, ["self-attention", "FFN"], d_model=128, chosen=1)
+    fig = arch_fig.residual_sizes(sizes, ["self-attention", "FFN"], d_model=128, chosen=1)
     assert len(fig.data) == 4
     for part, trace in enumerate(fig.data):
         np.testing.assert_array_equal(plotly_array(trace.y), sizes[:, part])
     assert fig.layout.shapes[0].y0 == pytest.approx(math.sqrt(128))
     assert fig.layout.xaxis.ticktext == ("self-attention", "<b>FFN</b>")
     with pytest.raises(ValueError):
-        vl.residual_sizes(sizes, ["one"], d_model=128)
+        arch_fig.residual_sizes(sizes, ["one"], d_model=128)
 
 
 def test_query_key_bars_grey_the_masked_keys():
-    fig = vl.query_key_bars(["a", "b", "b"], [1.0, -0.5, 2.0], [0.6, 0.4, 0.0],
+    fig = qkv_fig.query_key_bars(["a", "b", "b"], [1.0, -0.5, 2.0], [0.6, 0.4, 0.0],
                             [True, True, False], d_head=32)
     scores, weights = fig.data
     np.testing.assert_array_equal(plotly_array(scores.x), [1.0, -0.5, 2.0])
-    assert scores.marker.color[2] == vl.MASK_COLOR and weights.marker.color[2] == vl.MASK_COLOR
+    assert scores.marker.color[2] == MASK_COLOR and weights.marker.color[2] == MASK_COLOR
     assert fig.layout.yaxis.tickvals == (0, 1, 2)  # the two "b" stay two bars
 
 
 def test_projection_aligns_x_over_w_and_b_and_the_result_beside_it():
     rng = np.random.default_rng(0)
     x, w, b = rng.normal(size=8), rng.normal(size=(4, 8)), rng.normal(size=4)
-    fig = vl.projection(x, w, b, x @ w.T + b, letter="K")
+    fig = qkv_fig.projection(x, w, b, x @ w.T + b, letter="K")
     shapes = [plotly_array(t.z).shape for t in fig.data]
     assert shapes == [(1, 8), (4, 8), (4, 1), (4, 1)]
     with pytest.raises(ValueError):
-        vl.projection(x, w, b, np.zeros(3), letter="K")
+        qkv_fig.projection(x, w, b, np.zeros(3), letter="K")
 
 
 def test_heads_flow_writes_the_real_shapes_and_reveals_stages_in_turn():
     shapes = {"input": (1, 6, 512), "q": (1, 8, 6, 64), "pattern": (1, 8, 6, 6),
               "z": (1, 8, 6, 64), "concat": (1, 6, 512), "output": (1, 6, 512)}
-    fig = vl.heads_flow(shapes, 8)
+    fig = heads_fig.heads_flow(shapes, 8)
     texts = " ".join(a.text for a in fig.layout.annotations)
     assert "(1, 8, 6, 64)" in texts and "(B, h, L, d_head)" in texts
-    assert len([s for s in fig.layout.shapes if s.fillcolor == vl.head_color(7)]) == 3
-    assert len(vl.heads_flow(shapes, 8, shown=2).layout.annotations) < len(fig.layout.annotations)
+    assert len([s for s in fig.layout.shapes if s.fillcolor == head_color(7)]) == 3
+    fewer = heads_fig.heads_flow(shapes, 8, shown=2)
+    assert len(fewer.layout.annotations) < len(fig.layout.annotations)
 
 
 def test_concat_bars_colour_each_heads_numbers():
-    fig = vl.concat_bars(np.arange(8.0), -np.arange(8.0), 4)
+    fig = heads_fig.concat_bars(np.arange(8.0), -np.arange(8.0), 4)
     concat, output = fig.data
-    assert list(concat.marker.color) == [vl.head_color(i // 2) for i in range(8)]
+    assert list(concat.marker.color) == [head_color(i // 2) for i in range(8)]
     np.testing.assert_array_equal(plotly_array(output.y), -np.arange(8.0))
 
 
@@ -367,7 +373,7 @@ def test_the_architecture_page_shows_the_measured_sizes(translator):
     at = _no_exception(app_test("lesson_architecture", arch_stack="decoder", arch_layer=1,
                                 arch_token=3, arch_sublayer="cross_attn"))
     trace = translator.trace(SEED_SENTENCE)
-    expected = li.residual_streams(translator, trace).layers["decoder", 1].sizes(3)
+    expected = architecture.residual_streams(translator, trace).layers["decoder", 1].sizes(3)
     np.testing.assert_allclose(at.dataframe[0].value.to_numpy(), expected.round(3), atol=1e-3)
     bars = figures(at)[1]
     np.testing.assert_allclose(plotly_array(bars["data"][3]["y"]), expected[:, 3], atol=1e-6)
@@ -467,11 +473,9 @@ def test_the_pages_speak_chinese(page):
 
 # --- Chromium: a click on the diagram -----------------------------------------------------------
 
-# The diagram's plot, brought into view; then where a block of it is on the screen, from
-# Plotly's own axes.
+# The diagram's plot; then where a block of it is on the screen, from Plotly's own axes.
 DIAGRAM_JS = """[...document.querySelectorAll('.js-plotly-plot')]
   .find(p => p.data && p.data.some(t => t.name === 'blocks'))"""
-SCROLL_JS = f"() => {DIAGRAM_JS}.scrollIntoView({{block: 'center'}})"
 BLOCK_JS = """
 ([x, y]) => {
   const plot = """ + DIAGRAM_JS + """;
@@ -489,19 +493,22 @@ BLOCK_JS = """
     ("dec_self", "Causal mask", "kind=decoder.self"),
     ("dec_norm2", "3.2 The architecture", "")])
 def test_clicking_a_block_of_the_diagram_opens_its_view(block, title, expected_url):
-    from tests.helpers import chromium_page, served_app, wait_for_run
+    from tests.helpers import STEADY_JS, chromium_page, click_for_run, served_app, settled
 
-    cx, bottom, top, _kind, _label = vl.BLOCKS[block]
+    cx, bottom, top, _kind, _label = arch_fig.BLOCKS[block]
     with served_app() as url, chromium_page(1920, 1080) as page:
         page.goto(f"{url}/lesson_architecture", wait_until="networkidle")
-        wait_for_run(page)
-        page.evaluate(SCROLL_JS)
-        page.wait_for_timeout(1000)  # the page may scroll smoothly
-        # off the block's centre: anywhere on a block opens it
-        x, y = page.evaluate(BLOCK_JS, [cx + 0.6 * vl.HALF_WIDTH, (bottom + top) / 2 + 0.3])
-        page.mouse.move(x, y)
-        page.mouse.click(x, y)
-        wait_for_run(page)
+        settled(page)  # the run over and every chart drawn, the diagram among them
+        diagram = page.wait_for_function(f"() => {DIAGRAM_JS}", timeout=120_000).as_element()
+        diagram.evaluate(STEADY_JS)  # into view at once, and until it stays put
+
+        def click():  # off the block's centre: anywhere on a block opens it
+            x, y = page.evaluate(BLOCK_JS, [cx + 0.6 * arch_fig.HALF_WIDTH,
+                                            (bottom + top) / 2 + 0.3])
+            page.mouse.move(x, y)
+            page.mouse.click(x, y)
+
+        click_for_run(page, click)  # a click that did not take is tried again
         assert page.locator("h1").first.inner_text().strip() == title
         assert expected_url in page.url
         if block == "dec_norm2":  # an Add & Norm block chooses the sizes on the page

@@ -15,15 +15,19 @@ import numpy as np
 import pytest
 
 import i18n
-from model.lessons import math as lm
+from model.lessons import hand, scaling
 from model.own.transformer import attention
 from tests.helpers import ROOT, SEED_SENTENCE, app_test, figures, messages, shown
-from viz.lessons import math as vl
+from viz import numbers
+from viz.lessons import hand as hand_fig
+from viz.lessons import numbers as nums
+from viz.lessons import scaling as scaling_fig
 
 K = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [1.0, 0.0]])
 V = np.array([[2.0, 1.0], [0.0, 3.0], [1.0, 2.0], [0.0, 0.0]])
 Q = np.array([1.0, 0.0])
-# What the issue lists as the exact results (4 decimals; see test_exact_arithmetic_...).
+# The exact results as the lesson's specification wrote them, to 4 decimals (truncated, not
+# rounded; see test_exact_arithmetic_...).
 ISSUE_WEIGHTS = [0.3028, 0.1493, 0.2450, 0.3028]
 ISSUE_OUTPUT = [0.8506, 1.2407]
 
@@ -39,7 +43,7 @@ def numpy_attention(q, keys, values):
 # --- §4.3: the numbers --------------------------------------------------------------------------
 
 def test_the_lessons_rounding_reproduces_every_number_it_writes():
-    steps = lm.hand_steps(lm.seed_inputs(), decimals=2)
+    steps = hand.hand_steps(hand.seed_inputs(), decimals=2)
     # the lesson text, §4.3 steps 2 to 5
     assert steps.scores.tolist() == [1.0, 0.0, 0.7, 1.0]
     assert steps.sqrt_dk == 1.41
@@ -52,12 +56,12 @@ def test_the_lessons_rounding_reproduces_every_number_it_writes():
 
 
 def test_exact_arithmetic_equals_a_direct_numpy_computation():
-    steps = lm.hand_steps(lm.seed_inputs())
+    steps = hand.hand_steps(hand.seed_inputs())
     weights, output = numpy_attention(Q, K, V)
     np.testing.assert_allclose(steps.weights, weights, rtol=1e-12)
     np.testing.assert_allclose(steps.output, output, rtol=1e-12)
     assert steps.total == pytest.approx(np.exp(K @ Q / math.sqrt(2)).sum())
-    # The issue's "exact" numbers are within 1e-4 of these, but not their 4-decimal rounding:
+    # The specification's "exact" numbers are within 1e-4 of these, but not their rounding:
     # 0.302853 rounds to 0.3029 and 0.850672 to 0.8507 (0.3028 and 0.8506 are truncated).
     np.testing.assert_allclose(steps.weights, ISSUE_WEIGHTS, atol=1e-4)
     np.testing.assert_allclose(steps.output, ISSUE_OUTPUT, atol=1e-4)
@@ -68,16 +72,16 @@ def test_the_projects_attention_function_gives_what_numpy_gives(seed):
     rng = np.random.default_rng(seed)
     n, d_k, d_v = 3 + seed, 2 + seed, 2
     keys, values, q = rng.normal(size=(n, d_k)), rng.normal(size=(n, d_v)), rng.normal(size=d_k)
-    inputs = lm.hand_inputs([f"w{i}" for i in range(n)], keys, values, q)
-    output, weights = lm.run_attention(inputs)
+    inputs = hand.hand_inputs([f"w{i}" for i in range(n)], keys, values, q)
+    output, weights = hand.run_attention(inputs)
     expected_weights, expected_output = numpy_attention(q, keys, values)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-12)
     np.testing.assert_allclose(output, expected_output, rtol=1e-12)
-    np.testing.assert_allclose(lm.hand_steps(inputs).output, expected_output, rtol=1e-12)
+    np.testing.assert_allclose(hand.hand_steps(inputs).output, expected_output, rtol=1e-12)
 
 
 def test_attention_lines_are_read_from_the_functions_live_source():
-    lines = lm.attention_lines()
+    lines = hand.attention_lines()
     assert set(lines) == {"d_k", "①", "②", "③", "④"}
     file_lines = (ROOT / "model/own/transformer.py").read_text(encoding="utf-8").splitlines()
     source = inspect.getsource(attention)
@@ -103,7 +107,7 @@ def test_attention_lines_follow_the_function_they_are_given():
         # ④ mix
         return w @ V, w
 
-    lines = lm.attention_lines(changed)
+    lines = hand.attention_lines(changed)
     assert lines["①"].code.splitlines()[1] == "s = Q @ K.mT / d ** 0.5"
     assert lines["d_k"].code == "d = Q.size(-1)"
     assert lines["④"].code.endswith("return w @ V, w") and "②" not in lines
@@ -132,41 +136,41 @@ BAD = [
 def test_bad_edits_are_refused_with_a_message_that_names_the_problem(words, keys, values,
                                                                     query, message):
     with pytest.raises(ValueError, match=message):
-        lm.hand_inputs(words, keys, values, query)
+        hand.hand_inputs(words, keys, values, query)
 
 
 def test_an_empty_word_is_named_by_its_position():
-    assert lm.hand_inputs(["", None], [[1, 0], [0, 1]], [[1], [2]], [1, 0]).words == (
+    assert hand.hand_inputs(["", None], [[1, 0], [0, 1]], [[1], [2]], [1, 0]).words == (
         "word 1", "word 2")
 
 
 def test_numbers_too_large_for_ex_or_rounded_to_nothing_are_explained():
-    big = lm.hand_inputs(["a", "b"], [[100, 100], [0, 0]], [[1], [2]], [100, 100])
+    big = hand.hand_inputs(["a", "b"], [[100, 100], [0, 0]], [[1], [2]], [100, 100])
     with pytest.raises(ValueError, match="too large"):
-        lm.hand_steps(big)
-    tiny = lm.hand_inputs(["a"], [[-10, -10]], [[1]], [10, 10])
+        hand.hand_steps(big)
+    tiny = hand.hand_inputs(["a"], [[-10, -10]], [[1]], [10, 10])
     with pytest.raises(ValueError, match="exact arithmetic"):
-        lm.hand_steps(tiny, decimals=2)
-    assert lm.hand_steps(tiny).weights.tolist() == [1.0]
+        hand.hand_steps(tiny, decimals=2)
+    assert hand.hand_steps(tiny).weights.tolist() == [1.0]
 
 
 # --- §4.4: the numbers --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("d_k", lm.D_K_CHOICES)
+@pytest.mark.parametrize("d_k", scaling.D_K_CHOICES)
 def test_the_spread_of_q_dot_k_is_the_square_root_of_d_k(d_k):
-    products = lm.dot_products(d_k)
+    products = scaling.dot_products(d_k)
     assert products.std() == pytest.approx(math.sqrt(d_k), rel=0.1)
-    np.testing.assert_array_equal(products, lm.dot_products(d_k))  # seeded: the same numbers
+    np.testing.assert_array_equal(products, scaling.dot_products(d_k))  # seeded: the same numbers
     assert abs(products.mean()) < 0.1 * math.sqrt(d_k)
 
 
 def test_the_spread_over_every_width_follows_the_square_root():
-    spreads = lm.spread_by_width()
-    np.testing.assert_allclose(spreads, np.sqrt(lm.D_K_CHOICES), rtol=0.1)
+    spreads = scaling.spread_by_width()
+    np.testing.assert_allclose(spreads, np.sqrt(scaling.D_K_CHOICES), rtol=0.1)
 
 
 def test_the_lessons_8_and_minus_3_saturate_without_scaling():
-    sat = lm.two_scores([8, -3], d_k=64)
+    sat = scaling.two_scores([8, -3], d_k=64)
     assert [f"{p:.3f}" for p in sat.raw] == ["1.000", "0.000"]  # the lesson's [1.000, 0.000]
     assert round(sat.exps[0]) == 2981 and round(sat.exps[1], 2) == 0.05  # e^8, e^-3
     direct = np.exp([1.0, -0.375]) / np.exp([1.0, -0.375]).sum()  # [8, -3] / √64
@@ -177,16 +181,17 @@ def test_the_lessons_8_and_minus_3_saturate_without_scaling():
 @pytest.mark.parametrize("scores", [[8.0, -3.0], [1.0, -0.375], [0.3, 2.0, -1.0, 0.5]])
 def test_the_softmax_jacobian_matches_finite_differences(scores):
     scores = np.array(scores)
-    p = lm.softmax(scores)
+    p = scaling.softmax(scores)
     eps = 1e-6
-    numeric = np.stack([(lm.softmax(scores + eps * e) - lm.softmax(scores - eps * e)) / (2 * eps)
+    softmax = scaling.softmax
+    numeric = np.stack([(softmax(scores + eps * e) - softmax(scores - eps * e)) / (2 * eps)
                         for e in np.eye(len(scores))], axis=1)  # [output, input]
-    np.testing.assert_allclose(lm.softmax_jacobian(p), numeric, atol=1e-8)
-    assert lm.gradient_size(p) == pytest.approx(np.linalg.norm(numeric), rel=1e-5)
+    np.testing.assert_allclose(scaling.softmax_jacobian(p), numeric, atol=1e-8)
+    assert scaling.gradient_size(p) == pytest.approx(np.linalg.norm(numeric), rel=1e-5)
 
 
 def test_without_scaling_the_gradient_vanishes_as_d_k_grows():
-    without, with_ = lm.gradient_by_width()
+    without, with_ = scaling.gradient_by_width()
     assert without[0] == pytest.approx(with_[0])  # d_k = 1: dividing by 1 changes nothing
     assert without[-1] < with_[-1] / 5
     assert max(with_) < 1.5 * min(with_)  # scaled: the same size at every width
@@ -194,7 +199,7 @@ def test_without_scaling_the_gradient_vanishes_as_d_k_grows():
 
 def test_a_real_heads_scores_multiplied_back_and_softmaxed(own_translator_trace):
     trace = own_translator_trace
-    live = lm.trace_scaling(trace, "decoder.self", 1, 2)
+    live = scaling.trace_scaling(trace, "decoder.self", 1, 2)
     assert live.sqrt_dk == pytest.approx(math.sqrt(128 / 4))
     allowed = trace.mask("decoder.self", 1)
     scores = trace.scores("decoder.self", 1, 2).astype(np.float64)
@@ -209,7 +214,7 @@ def test_a_real_heads_scores_multiplied_back_and_softmaxed(own_translator_trace)
         assert (live.raw_weights[row, ~keep] == 0).all()
     # the weights the model computed are softmax of the scores it kept
     kept = np.where(allowed, scores, -np.inf)
-    np.testing.assert_allclose(live.weights, lm.softmax(kept), atol=1e-5)
+    np.testing.assert_allclose(live.weights, scaling.softmax(kept), atol=1e-5)
     assert live.raw_peak >= live.peak
 
 
@@ -223,33 +228,34 @@ def own_translator_trace():
 # --- figures -----------------------------------------------------------------------------------
 
 def test_numbers_are_written_as_the_lesson_writes_them():
-    assert vl.number(0.7) == "0.7" and vl.number(-3.0) == "-3"
-    assert vl.number(0.30285, 2) == "0.30" and vl.number(-0.001, 2) == "0.00"
-    assert vl.vector([0.85, 1.25], 2) == "[0.85, 1.25]"
-    assert vl.significant(3.340228e-05) == "0.000033" and vl.significant(0.3222) == "0.32"
-    assert vl.significant(2980.96, 4) == "2981"
-    assert vl.matrix_tex([[1, 0], [0.7, 0.7]]) == r"\begin{bmatrix}1 & 0 \\ 0.7 & 0.7\end{bmatrix}"
+    assert numbers.number(0.7) == "0.7" and numbers.number(-3.0) == "-3"
+    assert numbers.number(0.30285, 2) == "0.30" and numbers.number(-0.001, 2) == "0.00"
+    assert nums.vector([0.85, 1.25], 2) == "[0.85, 1.25]"
+    assert numbers.significant(3.340228e-05) == "0.000033" and numbers.significant(0.3222) == "0.32"
+    assert numbers.significant(2980.96, 4) == "2981"
+    assert (nums.matrix_tex([[1, 0], [0.7, 0.7]])
+            == r"\begin{bmatrix}1 & 0 \\ 0.7 & 0.7\end{bmatrix}")
 
 
-def test_the_hand_figures_show_the_weights_and_the_output():
-    steps = lm.hand_steps(lm.seed_inputs(), decimals=2)
-    bars = vl.hand_weights(["cat", "chases", "mouse", "it"], steps.weights, 2)
+def test_the_hand_fig_show_the_weights_and_the_output():
+    steps = hand.hand_steps(hand.seed_inputs(), decimals=2)
+    bars = hand_fig.hand_weights(["cat", "chases", "mouse", "it"], steps.weights, 2)
     assert list(bars.data[0].text) == ["0.30", "0.15", "0.25", "0.30"]
-    mix = vl.value_mix(["cat", "chases", "mouse", "it"], V, steps.weights, steps.output)
+    mix = hand_fig.value_mix(["cat", "chases", "mouse", "it"], V, steps.weights, steps.output)
     star = next(t for t in mix.data if t.marker.symbol == "star")
     assert (star.x[0], star.y[0]) == (0.85, 1.25)
     with pytest.raises(ValueError):
-        vl.value_mix(["a"], [[1, 2, 3]], [1.0], [1, 2])
+        hand_fig.value_mix(["a"], [[1, 2, 3]], [1.0], [1, 2])
 
 
-def test_the_scaling_figures_keep_repeated_tokens_apart_and_measure_the_spread():
+def test_the_scaling_fig_keep_repeated_tokens_apart_and_measure_the_spread():
     tokens = ["The", "cat", "sat", "on", "the", "mat"]
     weights = np.full((6, 6), 1 / 6)
-    fig = vl.scaling_heatmaps(weights, weights, tokens, tokens, math.sqrt(32))
+    fig = scaling_fig.scaling_heatmaps(weights, weights, tokens, tokens, math.sqrt(32))
     assert len(fig.data) == 2 and list(fig.data[0].y) == list(range(6))
     assert list(fig.layout.yaxis.ticktext) == tokens
-    products = lm.dot_products(64)
-    spread = vl.dot_product_spread(products, 64)
+    products = scaling.dot_products(64)
+    spread = scaling_fig.dot_product_spread(products, 64)
     assert f"{products.std():.2f}" in spread.layout.annotations[0].text
 
 

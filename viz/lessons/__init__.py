@@ -1,1 +1,8 @@
-"""The lessons' figures (numpy and plotly only, like the rest of viz/)."""
+"""The lessons' figures (numpy and plotly only, like the rest of viz/), one module per lesson
+named as its page in :mod:`app_pages.lessons` and its numbers in :mod:`model.lessons`.
+
+Per lesson: :mod:`.architecture`, :mod:`.positions`, :mod:`.see_it`, :mod:`.generation`,
+:mod:`.families`, :mod:`.qkv`, :mod:`.hand`, :mod:`.scaling`, :mod:`.multihead` and
+:mod:`.complexity`. Shared: :mod:`.layout` (narrow charts' ticks, hover lines, the blocks'
+fills, arrows, a diverging range) and :mod:`.numbers` (how the lessons write numbers).
+"""

@@ -1,8 +1,7 @@
-"""Figures of three lessons: generation and the KV cache (seed 3.4 step 3, 3.8), the three
-families side by side (3.7) and complexity with n and d both chosen (4.8).
+"""Figures of the lesson §3.4 step 3 and §3.8, generation and the KV cache: the growing
+causal pattern, the cache's grid and its bytes step by step.
 
-Pure builders (numpy and plotly): the numbers come from
-:mod:`model.lessons.generation`.
+Pure builders (numpy and plotly): the numbers come from :mod:`model.lessons.generation`.
 """
 
 from __future__ import annotations
@@ -12,52 +11,26 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from i18n import _
-from viz.costs import complexity_curves
 from viz.heatmap import _hover_data
 from viz.labels import axis_ticks, check_weights, escape, labels_that_fit
+from viz.lessons.layout import EXTRA, NARROW_PX, query_key_hover, slant
 from viz.style import (
-    ALLOWED_COLOR,
     ATTENTION_CURVE_COLOR,
     BAR_COLOR,
-    CELL_TEXT_COLOR,
     GRID_COLOR,
     GUIDE_COLOR,
     HIGHLIGHT_COLOR,
-    MARK_FONT_SIZE,
     MASK_COLOR,
-    POINT_MARKER_SIZE,
     RNN_CURVE_COLOR,
-    SMALL_TICK_FONT,
     WEIGHT_SCALE,
     head_color,
     themed,
 )
 
-EXTRA = "<extra></extra>"
 LATER_COLOR = "rgba(128,128,128,0.10)"  # rows a later step computes
-# The plot width of a chart in a column on a 1024 px screen with the sidebar open: token axes
-# longer than fits there are labelled every k-th token (the hover names every one).
-NARROW_PX = 150
 
-
-def _slant(labels: Sequence[str]) -> int:
-    """Tick labels slanted while the ones shown fit side by side on a narrow chart
-    (:data:`NARROW_PX`), upright beyond: slanted boxes of long or many labels overlap."""
-    every = math.ceil(len(labels) / labels_that_fit(NARROW_PX))
-    # px a label takes at -45°: 7 a Latin character, 12 a CJK one, at the default 12 px font
-    extent = sum((sum(12 if ord(c) > 0x2E80 else 7 for c in str(t)) + 16) * 0.71
-                 for t in list(labels)[::every])
-    return -45 if extent <= NARROW_PX * 1.3 else -90
-
-
-def _query_key_hover() -> str:
-    return _("query %{customdata[0]}<br>key %{customdata[1]}<br>")
-
-
-# --- generation -----------------------------------------------------------------------------
 
 def growing_pattern(weights, allowed, row_labels: Sequence[str], key_labels: Sequence[str], *,
                     first_new: int, rows: int, row_hover: Sequence[str] | None = None,
@@ -88,7 +61,7 @@ def growing_pattern(weights, allowed, row_labels: Sequence[str], key_labels: Seq
         raise ValueError(f"new rows {first_new}..{rows - 1} are outside 0..{n_q - 1}")
     custom = _hover_data(row_labels, key_labels, row_hover)
     done = np.broadcast_to(np.arange(n_q)[:, None] < rows, (n_q, n_k))  # [query, key]
-    hover = _query_key_hover()
+    hover = query_key_hover()
     fig = go.Figure([
         go.Heatmap(z=np.where(done & allowed, weights, np.nan), customdata=custom,
                    coloraxis="coloraxis", hoverongaps=False, name="weights",
@@ -109,7 +82,7 @@ def growing_pattern(weights, allowed, row_labels: Sequence[str], key_labels: Seq
         coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
                    "colorbar": {"title": {"text": _("weight")}, "thickness": 12}},
         margin={"l": 90, "r": 10, "t": 60 if title else 30, "b": 90})
-    fig.update_xaxes(title_text=_("key: the tokens in the cache"), tickangle=_slant(key_labels),
+    fig.update_xaxes(title_text=_("key: the tokens in the cache"), tickangle=slant(key_labels),
                      showgrid=False, zeroline=False,
                      **axis_ticks(key_labels, labels_that_fit(NARROW_PX)))
     fig.update_yaxes(title_text=y_title or _("query (attending)"), autorange="reversed",
@@ -165,7 +138,7 @@ def cache_grid(n_layers: int, token_labels: Sequence[str], *, before: int, now: 
                       margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 150},
                       legend={"orientation": "h", "y": -110 / (height - 210), "yanchor": "top",
                               "x": 0})
-    fig.update_xaxes(title_text=_("cached token"), tickangle=_slant(token_labels), showgrid=False,
+    fig.update_xaxes(title_text=_("cached token"), tickangle=slant(token_labels), showgrid=False,
                      zeroline=False, range=[-0.5, n - 0.5],
                      **axis_ticks(token_labels, labels_that_fit(NARROW_PX)))
     fig.update_yaxes(title_text=_("layer"), autorange="reversed", showgrid=False,
@@ -230,111 +203,8 @@ def cache_bytes(step_labels: Sequence[str], measured, formula, without_gqa, *, s
                       hovermode="x unified")
     every = math.ceil(n / labels_that_fit(NARROW_PX))  # thinned like the token axes
     fig.update_xaxes(title_text=_("step"), tickmode="array", tickvals=list(x[::every]),
-                     ticktext=escape(step_labels)[::every], tickangle=_slant(step_labels),
+                     ticktext=escape(step_labels)[::every], tickangle=slant(step_labels),
                      gridcolor=GRID_COLOR)
     fig.update_yaxes(title_text=unit, rangemode="tozero", gridcolor=GRID_COLOR,
                      tickformat="~s")
     return themed(fig)
-
-
-# --- three families ---------------------------------------------------------------------------
-
-def family_panels(allowed, weights, query_labels: Sequence[str], key_labels: Sequence[str], *,
-                  query_hover: Sequence[str] | None = None,
-                  special: tuple[Sequence[int], Sequence[int]] = ((), ()),
-                  mask_title: str = "", head_title: str = "", title: str = "",
-                  y_title: str | None = None) -> go.Figure:
-    """One family's mask (✓ may attend, ✗ masked) above one head's weights, for a column a
-    third of the page wide.
-
-    Args:
-        allowed: bool ``[query, key]``.
-        weights: ``[query, key]`` one head's weights.
-        query_labels, key_labels: the axes' labels.
-        query_hover: what hovering a row says of its query.
-        special: special tokens on the query and key axes (grey italic).
-        mask_title, head_title: the two panels' titles.
-        title: the figure's title.
-        y_title: the rows' axis title.
-
-    Returns:
-        a figure with the mask (trace "mask") in the top panel and the weights (trace
-        "weights", masked cells NaN) and the masked cells (trace "masked") in the bottom one.
-    """
-    weights = check_weights(weights, query_labels, key_labels)
-    allowed = np.asarray(allowed, dtype=bool)
-    if allowed.shape != weights.shape:
-        raise ValueError(f"mask of shape {allowed.shape} does not match weights {weights.shape}")
-    n_q, n_k = weights.shape
-    custom = _hover_data(query_labels, key_labels, query_hover)
-    hover = _query_key_hover()
-    fig = make_subplots(rows=2, cols=1, subplot_titles=[mask_title, head_title],
-                        vertical_spacing=0.12)
-    fig.add_trace(go.Heatmap(z=allowed.astype(float), customdata=custom, showscale=False,
-                             colorscale=[[0, MASK_COLOR], [1, ALLOWED_COLOR]], zmin=0, zmax=1,
-                             xgap=1, ygap=1, name="mask",
-                             hovertemplate=hover + _("allowed %{z}") + EXTRA), row=1, col=1)
-    fig.add_trace(go.Heatmap(z=np.where(allowed, weights, np.nan), customdata=custom,
-                             coloraxis="coloraxis", hoverongaps=False, name="weights",
-                             hovertemplate=hover + _("weight %{z:.3f}") + EXTRA), row=2, col=1)
-    if not allowed.all():
-        fig.add_trace(go.Heatmap(z=np.where(allowed, np.nan, 1.0), customdata=custom,
-                                 showscale=False, colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]],
-                                 hoverongaps=False, name="masked",
-                                 hovertemplate=hover + _("masked: weight 0") + EXTRA),
-                      row=2, col=1)
-    if n_q * n_k <= 144:  # small enough for ✓ and ✗ in the mask's cells
-        for r in range(n_q):
-            for c in range(n_k):
-                fig.add_annotation(x=c, y=r, text="✓" if allowed[r, c] else "✗",
-                                   showarrow=False, xref="x", yref="y",
-                                   font={"size": MARK_FONT_SIZE, "color": CELL_TEXT_COLOR})
-    side = max(200, min(320, 26 * max(n_q, n_k) + 40))
-    fig.update_layout(
-        title=title, height=2 * side + 260,
-        margin={"l": 60, "r": 10, "t": 80 if title else 50, "b": 120},
-        coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
-                   "colorbar": {"title": {"text": _("weight"), "side": "top"},
-                                "orientation": "h", "lenmode": "fraction", "len": 1.0,
-                                "x": 0.5, "xanchor": "center", "y": -0.1, "yanchor": "top",
-                                "thickness": 10}})
-    x_labels, y_labels = labels_that_fit(NARROW_PX), labels_that_fit(side - 20)
-    for row in (1, 2):
-        # upright: a third of a small screen is about 110 px, slanted labels overlap there
-        fig.update_xaxes(tickangle=-90, tickfont=SMALL_TICK_FONT, showgrid=False,
-                         zeroline=False, row=row, col=1,
-                         **axis_ticks(key_labels, x_labels, special=special[1]))
-        fig.update_yaxes(autorange="reversed", tickfont=SMALL_TICK_FONT, showgrid=False,
-                         zeroline=False, row=row, col=1,
-                         title_text=y_title if row == 2 else None,
-                         **axis_ticks(query_labels, y_labels, special=special[0]))
-    return themed(fig)
-
-
-# --- complexity -------------------------------------------------------------------------------
-
-def complexity_lesson(n: int, d: int) -> go.Figure:
-    """:func:`viz.costs.complexity_curves` for a chosen ``n`` and ``d``: the two curves, the
-    lines n = d and n (labelled where they are, at log10 of their x on the log axis), a point
-    on each curve at ``n`` and the crossover point (d, d³).
-
-    Returns:
-        the figure, with traces "self-attention n²·d", "RNN n·d²", then points named
-        "at n" (two) and "crossover".
-    """
-    fig = complexity_curves(d, n)
-    fig.layout.annotations[1].text = _("chosen n = {n:,}").format(n=n)  # not a traced input
-    for y, color, name in ((float(n) ** 2 * d, ATTENTION_CURVE_COLOR, _("n²·d at the chosen n")),
-                           (float(n) * d ** 2, RNN_CURVE_COLOR, _("n·d² at the chosen n"))):
-        fig.add_trace(go.Scatter(
-            x=[n], y=[y], mode="markers", name=name, meta="at n", showlegend=False,
-            marker={"color": color, "size": POINT_MARKER_SIZE + 6, "line": {"width": 1}},
-            hovertemplate=name + "<br>%{y:,.0f}" + EXTRA))
-    cross = float(d) ** 3
-    fig.add_trace(go.Scatter(
-        x=[d], y=[cross], mode="markers", name=_("crossover: n = d, both d³"),
-        meta="crossover", showlegend=False,
-        marker={"symbol": "diamond", "size": POINT_MARKER_SIZE + 8, "color": HIGHLIGHT_COLOR,
-                "line": {"width": 1}},
-        hovertemplate=_("crossover: n = d, both d³") + "<br>%{y:,.0f}" + EXTRA))
-    return fig

@@ -1,5 +1,5 @@
-"""Figures of two lessons of §3.4: a sentence and its shuffle side by side (why positions), and
-one pair's weight in every head of the own translator (who looks at whom)."""
+"""Figures of the lesson §3.4 "Why positions": a sentence and its shuffle side by side.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from i18n import _
-from viz.heatmap import HIGHLIGHT_WIDTH
 from viz.labels import axis_ticks, check_weights, escape
-from viz.style import GUIDE_COLOR, HIGHLIGHT_COLOR, TRANSPARENT, WEIGHT_SCALE, themed
+from viz.style import (
+    GUIDE_COLOR,
+    WEIGHT_SCALE,
+    themed,
+)
 
 # |change|: white where nothing changed, then oranges (not the weights' blues)
 DIFFERENCE_SCALE = [[0.0, "#ffffff"], [0.5, "#fdae6b"], [1.0, "#a63603"]]
@@ -77,53 +80,4 @@ def order_panels(original, shuffled, difference, words: Sequence[str],
         coloraxis2={"colorscale": DIFFERENCE_SCALE, "cmin": 0, "cmax": 1,
                     "colorbar": {"title": {"text": _("difference")}, "x": 1.0, "len": 0.45,
                                  "y": 0.22}})
-    return themed(fig)
-
-
-def pair_grid(grids: Sequence[np.ndarray], labels: Sequence[str],
-              best: Sequence[tuple[int, int]], *, title: str = "") -> go.Figure:
-    """Each pair's weight in every layer and head, the largest outlined.
-
-    Args:
-        grids: per pair, ``[layer, head]`` weights (pairs of different kinds may have
-            different layer counts; missing cells stay empty).
-        labels: one row label per pair (``"sat → cat"``).
-        best: per pair, the ``(layer, head)`` outlined.
-        title: the figure's title.
-
-    Returns:
-        one heatmap, rows the pairs, columns ``layer · head``, each value written in its cell.
-    """
-    if not (len(grids) == len(labels) == len(best)) or not grids:
-        raise ValueError("one grid, label and best head per pair")
-    n_layers = max(np.shape(g)[0] for g in grids)
-    n_heads = max(np.shape(g)[1] for g in grids)
-    z = np.full((len(grids), n_layers * n_heads), np.nan)
-    for row, grid in enumerate(grids):
-        grid = np.asarray(grid, dtype=float)
-        z[row, :grid.size] = grid.reshape(-1)  # [layer, head] -> layer · head
-    columns = [f"{layer}·{head}" for layer in range(n_layers) for head in range(n_heads)]
-    customdata = np.empty(z.shape + (2,), dtype=object)
-    customdata[..., 0] = np.array(escape(labels), dtype=object)[:, None]
-    customdata[..., 1] = np.array(columns, dtype=object)[None, :]
-    fig = go.Figure(go.Heatmap(
-        z=z, customdata=customdata, coloraxis="coloraxis", texttemplate="%{z:.2f}",
-        hoverongaps=False, xgap=1, ygap=1,  # values at the figure's font size
-        hovertemplate=_("%{customdata[0]}<br>layer · head %{customdata[1]}<br>"
-                        "weight %{z:.4f}<extra></extra>")))
-    for row, (layer, head) in enumerate(best):
-        col = layer * n_heads + head
-        fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=row - 0.5, y1=row + 0.5,
-                      line={"color": HIGHLIGHT_COLOR, "width": HIGHLIGHT_WIDTH},
-                      fillcolor=TRANSPARENT, layer="above")
-    for layer in range(1, n_layers):  # a thin rule between layers
-        fig.add_vline(x=layer * n_heads - 0.5, line={"color": GUIDE_COLOR, "width": 2})
-    fig.update_layout(
-        title=title, height=140 + 48 * len(grids), margin={"l": 110, "r": 30, "t": 60, "b": 60},
-        coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
-                   "colorbar": {"title": {"text": _("weight")}}})
-    fig.update_xaxes(title_text=_("layer · head"), showgrid=False, zeroline=False,
-                     **axis_ticks(columns))
-    fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False,
-                     **axis_ticks(list(labels)))
     return themed(fig)

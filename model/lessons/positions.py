@@ -1,18 +1,12 @@
-"""Numbers of two lessons of §3.4 on the own models: why attention needs positions, and who looks
-at whom in the own translator.
+"""Numbers of the lesson §3.4 "Why positions" on the own models.
 
-Why positions: attention compares every token with every other one, so on its own it does not
-know their order. Shuffle the words of a sentence and, without positional encoding, each
-token's attention row is the same row, reordered (the encoder is *permutation equivariant*);
-with positional encoding the weights themselves change. :func:`compare_orders` runs the own
-encoder both ways. The positional encoding is switched off without touching the shared model:
-the encoder stack is called on the token embeddings alone (``token(ids) · √d_model``, the
-sinusoidal table left out); for a RoPE model, on a copy of the stack whose attention modules
-do not rotate.
-
-Who looks at whom: the lesson's claims (sat → cat and mat, the → mat, it → cat, 垫子 → mat) are
-found in a trace: :func:`find_pair` returns the layer and head where a pair's weight is largest,
-computed from every head, never a head fixed in advance.
+Attention compares every token with every other one, so on its own it does not know their
+order. Shuffle the words of a sentence and, without positional encoding, each token's attention
+row is the same row, reordered (the encoder is *permutation equivariant*); with positional
+encoding the weights themselves change. :func:`compare_orders` runs the own encoder both ways.
+The positional encoding is switched off without touching the shared model: the encoder stack is
+called on the token embeddings alone (``token(ids) · √d_model``, the sinusoidal table left out);
+for a RoPE model, on a copy of the stack whose attention modules do not rotate.
 """
 
 from __future__ import annotations
@@ -25,11 +19,9 @@ import numpy as np
 import torch
 
 from i18n import _
-from model.analysis.cuts import query_rows
 from model.own.hooks import capture
-from model.own.transformer import Transformer, padding_mask
+from model.own.transformer import Transformer, attention_hook_name, padding_mask
 from model.own.vocab import WordVocab, split_words
-from model.trace import AttentionTrace
 
 MAX_WORDS = 24  # a shuffled sentence stays readable as a heatmap
 
@@ -176,11 +168,13 @@ def encoder_attention(loaded, ids: list[int], positions: bool = True) -> np.ndar
         else:
             x = embed.dropout(embed.token(src) * math.sqrt(embed.d_model))  # no positions
         mask = padding_mask(src, cfg.pad_id)  # [batch, 1, 1, key]
-        with capture(encoder, lambda name: name.endswith("self_attn.hook_pattern")) as store:
+        # the copy without RoPE keeps the hook names set when the network was built
+        names = [attention_hook_name("encoder.self", i, "hook_pattern")
+                 for i in range(len(encoder.layers))]
+        with capture(encoder, lambda name: name in names) as store:
             encoder(x, mask)
-    return np.stack([  # [layer, head, query, key]
-        store[f"layers.{i}.self_attn.hook_pattern"][0].float().cpu().numpy()
-        for i in range(len(encoder.layers))])
+    return np.stack([store[name][0].float().cpu().numpy()  # [layer, head, query, key]
+                     for name in names])
 
 
 def compare_orders(loaded, sentence: str, seed: int) -> PositionLesson:
@@ -199,110 +193,3 @@ def compare_orders(loaded, sentence: str, seed: int) -> PositionLesson:
                                     encoder_attention(loaded, shuffled_ids, positions), order)
     return PositionLesson(words, [words[i] for i in order], order, runs[True], runs[False],
                           _network(loaded).cfg.positional)
-
-
-# --- who looks at whom ------------------------------------------------------------------------
-
-SAT_SENTENCE = "The cat sat on the mat"
-IT_SENTENCE = "The cat chased the mouse because it was hungry"  # §4.1: 猫 追 老鼠 ， 因为 它 饿 了
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A claim of the lesson: in ``sentence``, ``query`` looks at ``key``.
-
-    Attributes:
-        id: a short name (widget keys).
-        sentence: the English sentence the own translator reads.
-        query: the word looking: a source word (encoder self-attention) or, for
-            cross-attention, the Chinese word being written.
-        key: the source word looked at.
-        kind: ``encoder.self`` or ``decoder.cross``.
-        occurrence: which occurrence of ``query`` (0: the first; "the" → mat is the second
-            "the").
-    """
-
-    id: str
-    sentence: str
-    query: str
-    key: str
-    kind: str
-    occurrence: int = 0
-
-    @property
-    def label(self) -> str:
-        return f"{self.query} → {self.key}"
-
-
-CLAIMS = (
-    Claim("sat_cat", SAT_SENTENCE, "sat", "cat", "encoder.self"),
-    Claim("sat_mat", SAT_SENTENCE, "sat", "mat", "encoder.self"),
-    Claim("the_mat", SAT_SENTENCE, "the", "mat", "encoder.self", occurrence=1),
-    Claim("it_cat", IT_SENTENCE, "it", "cat", "encoder.self"),
-    Claim("dianzi_mat", SAT_SENTENCE, "垫子", "mat", "decoder.cross"),
-)
-CONTRAST = Claim("it_mouse", IT_SENTENCE, "it", "mouse", "encoder.self")
-
-
-@dataclass(frozen=True)
-class Found:
-    """Where a pair's weight is largest in a trace.
-
-    Attributes:
-        claim: the pair.
-        layer, head: the head with the largest weight.
-        query, key: the cell (row and column) of the pair in that kind's heatmap.
-        weight: the weight there.
-        grid: the pair's weight in every head, ``[layer, head]``.
-        query_label, key_label: the row's and the column's names, as Explore labels them.
-    """
-
-    claim: Claim
-    layer: int
-    head: int
-    query: int
-    key: int
-    weight: float
-    grid: np.ndarray
-    query_label: str
-    key_label: str
-
-
-def _position(labels, word: str, occurrence: int, where: str) -> int:
-    """Where the ``occurrence``-th ``word`` stands in ``labels`` (case-insensitive)."""
-    hits = [i for i, label in enumerate(labels) if str(label).lower() == word.lower()]
-    if len(hits) <= occurrence:
-        raise ValueError(_("“{word}” is not in {where}").format(word=word, where=where))
-    return hits[occurrence]
-
-
-def pair_cell(trace: AttentionTrace, claim: Claim) -> tuple[int, int]:
-    """The (row, column) of ``claim``'s pair in its kind's heatmap; cross-attention rows are
-    named by the word written (:func:`~model.analysis.cuts.query_rows`)."""
-    rows = query_rows(trace, claim.kind).labels
-    keys = list(trace.axes(claim.kind)[1])
-    where = " ".join(str(label) for label in rows)
-    query = _position(rows, claim.query, claim.occurrence, where)
-    key = _position(keys, claim.key, 0, " ".join(str(k) for k in keys))
-    return query, key
-
-
-def pair_weights(trace: AttentionTrace, kind: str, query: int, key: int) -> np.ndarray:
-    """One cell's weight in every head of every layer: ``[layer, head]``."""
-    return np.stack([trace.layer_weights(kind, layer)[:, query, key]  # [head]
-                     for layer in range(trace.layers(kind))])
-
-
-def find_pair(trace: AttentionTrace, claim: Claim) -> Found:
-    """The layer and head where ``claim``'s pair has its largest weight in ``trace``.
-
-    Raises:
-        ValueError: a word of the pair is not in the trace (e.g. the translation does not
-            write 垫子).
-    """
-    query, key = pair_cell(trace, claim)
-    grid = pair_weights(trace, claim.kind, query, key)
-    layer, head = (int(i) for i in np.unravel_index(int(np.argmax(grid)), grid.shape))
-    return Found(claim, layer, head, query, key, float(grid[layer, head]), grid,
-                 str(query_rows(trace, claim.kind).labels[query]),
-                 str(trace.axes(claim.kind)[1][key]))
