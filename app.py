@@ -13,15 +13,10 @@ import streamlit as st
 
 import i18n
 from app_pages.frame import links
-from app_pages.frame.common import (
-    EXPORT_CONTEXT,
-    FIGURES,
-    choose_language,
-    page_downloads,
-    presenting,
-    sidebar,
-)
+from app_pages.frame.charts import EXPORT_CONTEXT, FIGURES, page_downloads
 from app_pages.frame.navigation import PAGES
+from app_pages.frame.settings import choose_language, presenting
+from app_pages.frame.sidebar import sidebar
 from i18n import _
 
 log = logging.getLogger("attention_explorer")

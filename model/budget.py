@@ -1,5 +1,5 @@
-"""How much memory a trace of n tokens needs, and the longest input that fits a limit: checked
-before a model runs, so that one request cannot exhaust a shared server.
+"""How much memory a trace of n tokens needs: each adapter's ``memory_needed`` estimate, which a
+server checks against its limits before a model runs (:mod:`app_pages.cache.limits`).
 
 The estimate follows what the code holds at its peak, in three parts:
 
@@ -21,12 +21,8 @@ and a margin of a quarter.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-from i18n import _
-from model.errors import ModelLoadError
 from model.meta import Family, ModelDims
 
 FLOAT32 = 4
@@ -46,10 +42,6 @@ PAGE_FIGURES = 16 * 1024 ** 2
 OVERHEAD = 16 * 1024 ** 2 + PAGE_FIGURES
 # Measured peaks vary from run to run (the allocator, threads): the estimate adds a quarter.
 MARGIN = 1.25
-
-
-class BudgetError(ModelLoadError):
-    """A request needs more memory (or a longer analysis) than the server allows; nothing ran."""
 
 
 @dataclass(frozen=True)
@@ -101,96 +93,3 @@ def lazy_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
                for layers, q, k in kinds.values())
     forward = max(dims.n_heads * q * k for _layers, q, k in kinds.values()) * FORWARD_BYTES_PER_CELL
     return int(MARGIN * (kept + max(forward, _page(dims, kinds)) + _overhead(dims, n)))
-
-
-def token_budget(loaded, limit_bytes: int) -> int:
-    """The longest input (tokens; encoder-decoder: a source this long and a target as long,
-    after its start token) that a :class:`~model.interface.LoadedModel` traces within
-    ``limit_bytes``; at most its ``max_positions``."""
-    pair = loaded.family is Family.ENCODER_DECODER
-
-    def fits(n: int) -> bool:
-        return loaded.memory_needed(Lengths(n, n + 1 if pair else 0)) <= limit_bytes
-
-    if not fits(1):
-        return 0
-    low, high = 1, loaded.positions.max_positions or 1 << 20
-    while low < high:  # the largest n that fits
-        mid = (low + high + 1) // 2
-        low, high = (mid, high) if fits(mid) else (low, mid - 1)
-    return low
-
-
-def check_request(loaded, n: Lengths, limit_bytes: int) -> None:
-    """Refuse, before anything runs, a request whose estimate exceeds ``limit_bytes``.
-
-    Args:
-        loaded: a :class:`~model.interface.LoadedModel`.
-        n: the request's token counts (from ``loaded.count_tokens``).
-        limit_bytes: the memory one request may need.
-
-    Raises:
-        BudgetError: with the input's length, the longest that fits and the limit.
-    """
-    needed = loaded.memory_needed(n)
-    if needed <= limit_bytes:
-        return
-    budget = token_budget(loaded, limit_bytes)
-    if not n.target:
-        message = _("this text is {source:,} tokens, which needs about {needed}; on this server "
-                    "{model} ({device}) traces at most {budget:,} tokens at a time (a limit of "
-                    "{limit} per request). Shorten the text.")
-    else:
-        message = _("this text is {source:,} source and {target:,} target tokens, which needs "
-                    "about {needed}; on this server {model} ({device}) traces at most {budget:,} "
-                    "tokens at a time (a limit of {limit} per request). Shorten the text.")
-    raise BudgetError(message.format(source=n.source, target=n.target, needed=size(needed),
-                                     model=loaded.name, device=loaded.device, budget=budget,
-                                     limit=size(limit_bytes)))
-
-
-def size(n_bytes: float) -> str:
-    """``n_bytes`` for people: ``"1.5 GB"``, ``"51 MB"``."""
-    if n_bytes >= 1024 ** 3:
-        return f"{n_bytes / 1024 ** 3:.1f} GB"
-    return f"{max(1, round(n_bytes / 1024 ** 2))} MB"
-
-
-def check_analysis(n_tokens: int, limit_tokens: int, what: str) -> None:
-    """Refuse an analysis of every head of every layer beyond ``limit_tokens`` tokens."""
-    if n_tokens > limit_tokens:
-        raise BudgetError(
-            _("{what} reads every head of every layer: on this server it runs on texts of up to "
-              "{limit:,} tokens, and this one has {count:,}. Shorten the text, or look at one "
-              "layer at a time in Explore.").format(what=what, limit=limit_tokens,
-                                                     count=n_tokens))
-
-
-def _is_out_of_memory(error: BaseException) -> bool:
-    if isinstance(error, MemoryError):
-        return True
-    import torch
-
-    if isinstance(error, torch.OutOfMemoryError):
-        return True
-    text = str(error).lower()
-    return isinstance(error, RuntimeError) and ("out of memory" in text
-                                                or "can't allocate memory" in text)
-
-
-@contextmanager
-def memory_guard(what: str) -> Iterator[None]:
-    """Turn running out of memory (CPU or GPU) inside the block into a :class:`BudgetError`
-    that says so; the model stays usable (CUDA's cached blocks are released)."""
-    try:
-        yield
-    except (MemoryError, RuntimeError) as error:
-        if not _is_out_of_memory(error):
-            raise
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        raise BudgetError(_("the server ran out of memory while {what}; nothing was kept. Try "
-                            "a shorter text, or again when fewer people are running models.")
-                          .format(what=what)) from None

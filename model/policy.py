@@ -1,6 +1,7 @@
-"""What a server's operator allows: which models load from where, and how much work one request
-may ask for. Read from ``ATTENTION_EXPLORER_*`` environment variables (the README's table lists
-them); the Python API and the CLI load with :data:`OPEN` unless told otherwise.
+"""What a server's operator allows of the models: which load from where (how much work one
+request may ask for is the app's: :mod:`app_pages.cache.limits`). Read from
+``ATTENTION_EXPLORER_*`` environment variables (docs/operating.md lists them); the Python API
+and the CLI load with :data:`OPEN` unless told otherwise.
 
 :class:`LoadPolicy` is checked by :func:`model.loader.load` before anything is read: a spec the
 policy refuses gets one :class:`~model.errors.ModelLoadError` whose message says nothing about
@@ -22,7 +23,7 @@ ON = ("1", "on", "true", "yes")
 OFF = ("0", "off", "false", "no")
 
 
-def _flag(name: str, default: bool | None) -> bool | None:
+def env_flag(name: str, default: bool | None) -> bool | None:
     """An on/off environment variable; ``default`` when unset or ``auto``."""
     value = os.environ.get(name, "").strip().lower()
     if value in ON:
@@ -35,7 +36,7 @@ def _flag(name: str, default: bool | None) -> bool | None:
                                                                       value=repr(value)))
 
 
-def _number(name: str, default: float) -> float:
+def env_number(name: str, default: float) -> float:
     value = os.environ.get(name, "").strip()
     if not value:
         return default
@@ -92,12 +93,12 @@ class LoadPolicy:
         listed = os.environ.get("ATTENTION_EXPLORER_MODEL_DIRS", "").split(os.pathsep)
         folders = tuple(Path(f.strip()).expanduser().resolve() for f in listed if f.strip())
         return cls(
-            other=_flag("ATTENTION_EXPLORER_OTHER_MODELS", is_loopback(server_address)),
+            other=env_flag("ATTENTION_EXPLORER_OTHER_MODELS", is_loopback(server_address)),
             folders=folders or None,
-            hub=_flag("ATTENTION_EXPLORER_HUB", True),
-            hub_max_bytes=int(_number("ATTENTION_EXPLORER_HUB_MAX_GB", 4) * GB),
-            trust_remote_code=_flag("ATTENTION_EXPLORER_TRUST_REMOTE_CODE", False),
-            pickle=_flag("ATTENTION_EXPLORER_PICKLE_WEIGHTS", False),
+            hub=env_flag("ATTENTION_EXPLORER_HUB", True),
+            hub_max_bytes=int(env_number("ATTENTION_EXPLORER_HUB_MAX_GB", 4) * GB),
+            trust_remote_code=env_flag("ATTENTION_EXPLORER_TRUST_REMOTE_CODE", False),
+            pickle=env_flag("ATTENTION_EXPLORER_PICKLE_WEIGHTS", False),
         )
 
     def check_path(self, path: Path) -> None:
@@ -116,53 +117,3 @@ class LoadPolicy:
 # The API's and the CLI's policy: a person on their own machine may load anything (remote code
 # still runs only when ``trust_remote_code=True`` is passed).
 OPEN = LoadPolicy(trust_remote_code=True)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much one request, and the server as a whole, may take.
-
-    Attributes:
-        request_bytes: memory one trace may need at its peak (the forward pass, what the trace
-            keeps, one layer of every head computed for a page); longer texts are refused.
-        analysis_tokens: the longest input the whole-trace analyses (head statistics, model
-            view, rollout) run on.
-        trace_cache_bytes: memory the shared cache of traces and analyses may hold.
-        concurrent_runs: traces and analyses computed at once; others wait their turn.
-        max_chars: the longest text accepted (typed or uploaded).
-        corpus_sentences: sentences one corpus run may hold (the Corpus page).
-        corpus_tokens: tokens of one sentence of a corpus.
-        corpus_file_bytes: bytes of one uploaded sentence file.
-    """
-
-    request_bytes: int = 2 * GB
-    analysis_tokens: int = 8192
-    trace_cache_bytes: int = 1 * GB
-    concurrent_runs: int = 2
-    max_chars: int = 100_000
-    corpus_sentences: int = 1000
-    corpus_tokens: int = 256
-    corpus_file_bytes: int = 2 << 20
-
-    @classmethod
-    def from_env(cls) -> Limits:
-        """The operator's limits (``ATTENTION_EXPLORER_REQUEST_GB``, ``_ANALYSIS_TOKENS``,
-        ``_TRACE_CACHE_GB``, ``_CONCURRENT_RUNS``, ``_MAX_CHARS``), else the defaults."""
-        default = cls()
-        return cls(
-            request_bytes=int(_number("ATTENTION_EXPLORER_REQUEST_GB", default.request_bytes / GB)
-                              * GB),
-            analysis_tokens=max(1, int(_number("ATTENTION_EXPLORER_ANALYSIS_TOKENS",
-                                               default.analysis_tokens))),
-            trace_cache_bytes=int(_number("ATTENTION_EXPLORER_TRACE_CACHE_GB",
-                                          default.trace_cache_bytes / GB) * GB),
-            concurrent_runs=max(1, int(_number("ATTENTION_EXPLORER_CONCURRENT_RUNS",
-                                               default.concurrent_runs))),
-            max_chars=max(1, int(_number("ATTENTION_EXPLORER_MAX_CHARS", default.max_chars))),
-            corpus_sentences=max(1, int(_number("ATTENTION_EXPLORER_CORPUS_SENTENCES",
-                                                default.corpus_sentences))),
-            corpus_tokens=max(1, int(_number("ATTENTION_EXPLORER_CORPUS_TOKENS",
-                                             default.corpus_tokens))),
-            corpus_file_bytes=max(1, int(_number("ATTENTION_EXPLORER_CORPUS_FILE_MB",
-                                                 default.corpus_file_bytes / 2**20) * 2**20)),
-        )

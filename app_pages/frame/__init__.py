@@ -1,2 +1,16 @@
-"""The frame every page sits in: settings and the sidebar, the run of the chosen model, charts
-and their exports, controls and widgets, chart events, links and the navigation."""
+"""The frame every page sits in.
+
+- :mod:`.settings`: the settings every page shares (language, presentation mode, model, device,
+  text) in session state, their defaults and names;
+- :mod:`.sidebar`: the shared sidebar that sets them;
+- :mod:`.run`: the run of the chosen model on the sidebar's text, through the cache;
+- :mod:`.errors`: an expected error explained as one message on the page (a leaf: the cache
+  uses it too);
+- :mod:`.charts`: every figure drawn through one function, bounded, with its exports;
+- :mod:`.controls`: controls several pages share (attention kind, metric, token window, step);
+- :mod:`.widgets`: widgets that survive their options changing;
+- :mod:`.events`: chart selection events, parsed in one place;
+- :mod:`.links`: links that reopen a view (the URL's query parameters);
+- :mod:`.markdown`: user text shown in markdown as it is;
+- :mod:`.navigation`: the pages, in navigation order, with their URL paths.
+"""

@@ -3,8 +3,8 @@
 The page is the URL's path (``/explore``); the parameters hold the sidebar's settings (model,
 device, text, target, language, presentation mode, palette) and the page's own widgets that its
 :class:`~app_pages.frame.navigation.PageSpec` names (attention kind, layer, head, step). A fresh
-session reads them once, before anything is drawn (:func:`restore`); every run writes the
-current view back (:func:`publish`), so the address bar is always a link to what is shown.
+session reads them once (:func:`restore_settings`, then :func:`restore_page`); every run writes
+the current view back (:func:`publish`), so the address bar is always a link to what is shown.
 
 A value a link cannot hold is said on the page, never a traceback: an unknown language, model
 or device is named and the default used; a layer or head the model does not have is said by
@@ -24,9 +24,11 @@ import streamlit as st
 
 import i18n
 import model
+from app_pages.cache.getters import limits, policy
 from app_pages.frame import widgets
 from app_pages.frame.markdown import literal
-from app_pages.frame.navigation import FALSE, TEXT_PARAMS, TRUE, PageSpec, flag
+from app_pages.frame.navigation import FALSE, PAGES, TEXT_PARAMS, TRUE, PageSpec, flag
+from app_pages.frame.settings import DEVICES, OTHER, PALETTES, current_text, settings
 from i18n import N_, _
 
 RESTORED = "_link_restored"  # the session has read its URL
@@ -58,8 +60,6 @@ def restore_settings() -> None:
     if st.session_state.get(RESTORED):
         return
     params = st.query_params
-    from app_pages.cache.getters import policy
-    from app_pages.frame.common import DEVICES, OTHER, PALETTES
 
     page = unknown_page(st.context.url or "", st.get_option("server.baseUrlPath") or "")
     if page:  # Streamlit opens the start page (and says so in English)
@@ -110,7 +110,6 @@ def restore_settings() -> None:
 def unknown_page(url: str, base: str = "") -> str:
     """The page a URL names when it is none of the app's ("" for a known page or none);
     ``base``: the path the server serves the app under (``server.baseUrlPath``)."""
-    from app_pages.frame.navigation import PAGES
 
     path = urlsplit(url).path.strip("/")
     base = base.strip("/")
@@ -126,7 +125,6 @@ def restore_page(spec: PageSpec) -> None:
     if st.session_state.get(RESTORED):
         return
     st.session_state[RESTORED] = True
-    from app_pages.cache.getters import limits
 
     params = st.query_params
     max_chars = limits().max_chars
@@ -156,7 +154,6 @@ def notes() -> None:
 def current(spec: PageSpec, text: str | None, uploaded: bool) -> tuple[dict[str, str], str]:
     """The parameters of a link to this view, and why part of it was left out ("" if
     nothing was)."""
-    from app_pages.frame.common import settings
 
     model_spec, device = settings()
     params = {"lang": i18n.language()}
@@ -222,7 +219,6 @@ def _address(spec: PageSpec) -> str:
 
 
 def _page_paths() -> list[str]:
-    from app_pages.frame.navigation import PAGES
 
     return [page.url_path for page in PAGES]
 
@@ -230,7 +226,6 @@ def _page_paths() -> list[str]:
 def panel(spec: PageSpec, slot, uploaded: bool = False) -> None:
     """The link to this view in ``slot`` (in the sidebar), with a copy button, and what it
     leaves out."""
-    from app_pages.frame.common import current_text
 
     try:
         text = current_text()[0] if spec.reads_text else None
