@@ -1,4 +1,4 @@
-"""Many sentences: batched versus one at a time, and the Ray engine's overhead (issue 14).
+"""Many sentences: batched versus one at a time, and the Ray engine's overhead.
 
     .venv/bin/python -m bench.corpus                 # 1,000 sentences of about 20 tokens
     .venv/bin/python -m bench.corpus --sentences 200 --runs 3

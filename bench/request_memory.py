@@ -54,6 +54,7 @@ def _measure(spec: str, n_tokens: int) -> dict:
     from model.analysis.cuts import query_rows
     from model.analysis.statistics import summary_of
     from model.reading.blocks import head_pooled
+    from viz.sizes import GRID_SIDE, HEAD_SIDE, TILE_SIDE
 
     loaded = load(spec, device="cpu")
     text = text_of(loaded, n_tokens)
@@ -73,8 +74,9 @@ def _measure(spec: str, n_tokens: int) -> dict:
     start = time.perf_counter()
     trace = loaded.trace(text)
     name = trace.names[-1]
-    summary = summary_of(trace, name, 0)  # what Explore computes: the layer's summary, a head
-    weights, factors = head_pooled(trace, name, 0, 0, 256)
+    # what Explore computes: the layer's summary, a head
+    summary = summary_of(trace, name, 0, tile=TILE_SIDE, grid=GRID_SIDE)
+    weights, factors = head_pooled(trace, name, 0, 0, HEAD_SIDE)
     rows, keys, allowed = query_rows(trace, name), trace.axes(name)[1], trace.mask(name, 0)
     viz.attention_heatmap(weights, rows.labels, keys, allowed=allowed, factors=factors).to_json()
     viz.heads_grid(summary.grid, rows.labels, keys, allowed=allowed,

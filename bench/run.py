@@ -1,4 +1,4 @@
-"""Long inputs, every step from the capture to the browser: one table (issue 13).
+"""Long inputs, every step from the capture to the browser: one table.
 
     .venv/bin/python -m bench.run            # 512, 2k and 8k tokens (about 25 minutes here)
     .venv/bin/python -m bench.run --quick    # 512 and 2k tokens, no browser (a few minutes)
@@ -180,12 +180,13 @@ def bench_analyses(trace, n: int, runs: int) -> None:
     import viz
     from model.analysis.rollout import rollout
     from model.analysis.statistics import head_stats, layer_summaries
+    from viz.sizes import GRID_SIDE, TILE_SIDE
 
     name = trace.names[0]
     passes, stats, rolls, views = [], [], [], []
     for _run in range(runs):
         start = time.perf_counter()
-        summaries = layer_summaries(trace, name)
+        summaries = layer_summaries(trace, name, tile=TILE_SIDE, grid=GRID_SIDE)
         passes.append(time.perf_counter() - start)
         start = time.perf_counter()
         head_stats(trace, name, summaries)
@@ -213,12 +214,13 @@ def bench_figures(trace, n: int) -> None:
     from model.analysis.statistics import head_stats, layer_summaries
     from model.reading.blocks import head_pooled
     from viz.pooling import block_labels
+    from viz.sizes import GRID_SIDE, HEAD_SIDE, TILE_SIDE
 
     name = trace.names[0]
     tokens = list(trace.tokens)
     layer = trace.layers(name) // 2
-    summaries = layer_summaries(trace, name)
-    weights, factors = head_pooled(trace, name, layer, 3, 256)
+    summaries = layer_summaries(trace, name, tile=TILE_SIDE, grid=GRID_SIDE)
+    weights, factors = head_pooled(trace, name, layer, 3, HEAD_SIDE)
     mask = trace.mask(name, layer)
     figures = {
         "Explore head heatmap": viz.attention_heatmap(weights, tokens, tokens, allowed=mask,

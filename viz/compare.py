@@ -8,8 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import N_, _
-from viz.heatmap import HOVER_CELLS, PLOT_WIDTH_PX, _check_pooled, _pooled
+from viz.heatmap import HOVER_CELLS, _check_pooled, _pooled
 from viz.labels import axis_ticks, escape, labels_that_fit
+from viz.sizes import HEAD_SIDE, SCREEN_PLOT_PX
 from viz.style import DIVERGING_SCALE, themed
 
 GAP_SIDE = 64  # past this many rows or columns, cells are drawn without gaps between them
@@ -31,7 +32,7 @@ BLOCK_DIFFERENCE_HOVER = N_("query block %{y}<br>key block %{x}<br>difference %{
 
 
 def difference_heatmap(difference, query_labels: Sequence[str], key_labels: Sequence[str], *,
-                       title: str = "", subtitle: str = "", max_side: int = 256,
+                       title: str = "", subtitle: str = "", max_side: int = HEAD_SIDE,
                        factors: tuple[int, int] | None = None) -> go.Figure:
     """``second − first`` of two heads' weights, ``[query, key]``: red where the second
     sentence (or model) attends more, blue where less, white where nothing changed; the
@@ -72,7 +73,23 @@ def difference_heatmap(difference, query_labels: Sequence[str], key_labels: Sequ
     fig.update_layout(title={"text": heading}, height=max(360, 160 + cell * len(rows)),
                       margin={"t": 100 + 20 * subtitle.count("<br>")})
     fig.update_xaxes(title_text=_("key (attended to)"), side="bottom", tickangle=-45,
-                     **axis_ticks(cols, labels_that_fit(PLOT_WIDTH_PX)))
+                     **axis_ticks(cols, labels_that_fit(SCREEN_PLOT_PX)))
     fig.update_yaxes(title_text=_("query (attending)"), autorange="reversed",
                      **axis_ticks(rows, labels_that_fit(cell * len(rows))))
     return themed(fig)
+
+
+def heads_difference(first, second, queries: tuple[Sequence[str], Sequence[str]],
+                     keys: tuple[Sequence[str], Sequence[str]], **kwargs) -> go.Figure:
+    """:func:`difference_heatmap` of two heads drawn alike (``second − first``), their rows
+    and columns named by :func:`paired_labels`.
+
+    Args:
+        first, second: ``[query, key]`` weights of the two heads, or both pooled by the same
+            ``factors``.
+        queries, keys: the first's and the second's query tokens, and key tokens.
+        kwargs: as :func:`difference_heatmap` (``factors``, ``title``, ``subtitle``, ...).
+    """
+    difference = np.asarray(second, dtype=np.float64) - first
+    return difference_heatmap(difference, paired_labels(*(list(t) for t in queries)),
+                              paired_labels(*(list(t) for t in keys)), **kwargs)

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 from i18n import N_, _
 from viz.labels import axis_ticks, check_weights, escape, labels_that_fit
 from viz.pooling import block_factor, block_labels, pool_allowed, pool_weights
+from viz.sizes import GRID_SIDE, HEAD_SIDE, SCREEN_PLOT_PX
 from viz.style import (
     HIGHLIGHT_COLOR,
     MASK_COLOR,
@@ -27,9 +28,6 @@ from viz.style import (
     themed,
 )
 
-# The plot width a full-width heatmap gets on a 1024 px screen; half-width ones (Translate's
-# columns) hold short sentences, whose labels all fit anyway.
-PLOT_WIDTH_PX = 600
 HOVER = N_("query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}"
            "<extra></extra>")
 # Past HOVER_CELLS cells a figure names its cells by row and column (their tokens are on the
@@ -164,7 +162,7 @@ def _check_highlight(highlight, n_q: int, n_k: int) -> tuple[int, int] | None:
 
 def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
                       allowed=None, title: str = "", x_title: str | None = None,
-                      y_title: str | None = None, max_side: int = 256,
+                      y_title: str | None = None, max_side: int = HEAD_SIDE,
                       special: tuple[Sequence[int], Sequence[int]] = ((), ()),
                       zmax: float = 1.0, query_hover: Sequence[str] | None = None,
                       highlight: tuple[int, int] | None = None,
@@ -215,8 +213,8 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
                                  pooled=bool(note)))
     n_q, n_k = weights.shape
     cell = max(6, min(48, 640 // max(n_q, n_k)))
-    # Rows are `cell` px tall; the slanted column labels share a plot about 600 px wide.
-    y_labels, x_labels = labels_that_fit(cell * n_q), labels_that_fit(PLOT_WIDTH_PX)
+    # Rows are `cell` px tall; the slanted column labels share a plot SCREEN_PLOT_PX wide.
+    y_labels, x_labels = labels_that_fit(cell * n_q), labels_that_fit(SCREEN_PLOT_PX)
     fig.update_layout(
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": _("weight")}}},
@@ -238,7 +236,7 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
 
 
 def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
-               allowed=None, cols: int = 4, title: str = "", max_side: int = 64,
+               allowed=None, cols: int = 4, title: str = "", max_side: int = GRID_SIDE,
                zmax: float = 1.0, query_hover: Sequence[str] | None = None,
                highlight: tuple[int, int, int] | None = None,
                factors: tuple[int, int] | None = None,

@@ -7,10 +7,11 @@ import plotly.graph_objects as go
 
 from i18n import _
 from viz.pooling import block_factor, pool_weights
+from viz.sizes import TILE_SIDE
 from viz.style import TRANSPARENT, WEIGHT_SCALE, themed
 
 
-def model_view(trace, name: str, tile: int = 16, title: str = "", tiles=None) -> go.Figure:
+def model_view(trace, name: str, tile: int = TILE_SIDE, title: str = "", tiles=None) -> go.Figure:
     """All heads of all layers of ``name``: layers as rows, heads as columns.
 
     Each head is pooled to at most ``tile`` × ``tile`` cells (rows still sum to 1) and drawn

@@ -43,6 +43,15 @@ def pool_allowed(allowed: np.ndarray, fq: int, fk: int) -> np.ndarray:
     return padded.reshape(bq, fq, bk, fk).any(axis=(1, 3))
 
 
+def masked_blocks(weights: np.ndarray, allowed: np.ndarray,
+                  factors: tuple[int, int]) -> np.ndarray:
+    """Weights as drawn, ``[query or block, key or block]`` (pooled by ``factors`` tokens
+    per block), with NaN where a block (or cell) is wholly masked: the shown table, its masked
+    cells empty."""
+    fq, fk = factors
+    return np.where(pool_allowed(allowed, fq, fk), weights, np.nan)
+
+
 def block_labels(tokens: Sequence[str], factor: int) -> list[str]:
     """Labels of token blocks: the token itself, or ``'first…last'`` of the block."""
     if factor == 1:

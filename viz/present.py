@@ -23,6 +23,7 @@ import unicodedata
 import numpy as np
 import plotly.graph_objects as go
 
+from viz.sizes import PROJECTOR_PLOT_PX
 from viz.style import WEIGHT_SCALE
 
 TITLE_PX = 26
@@ -35,9 +36,6 @@ CELL_VALUES_UP_TO = 12
 CELL_FORMATS = (("%{z:.2f}", CELL_PX), ("%{z:.1f}", CELL_PX - 2))
 NUMBER_SAMPLE = {"%{z:.2f}": "-00.00", "%{z:.1f}": "-00.0"}
 MAX_MATRICES = 4  # the mask view's panels; more (a grid of heads) would be a wall of numbers
-# The plot area a full-width chart gets at 1920×1080 with the sidebar closed (the page's
-# content is about 1,750 px wide; margins and colour bar take the rest).
-PLOT_WIDTH_PX = 1450
 LINE = 1.5  # the room one label's line needs, in font sizes
 SLANT = -45
 PALETTES = {"default": None, "cividis": "Cividis", "viridis": "Viridis"}
@@ -114,7 +112,7 @@ def _cell_values(figure: go.Figure, limit: int, width_px: float) -> None:
                 break
 
 
-def for_projector(figure: go.Figure | dict, *, width_px: float = PLOT_WIDTH_PX,
+def for_projector(figure: go.Figure | dict, *, width_px: float = PROJECTOR_PLOT_PX,
                   cell_values_up_to: int = CELL_VALUES_UP_TO) -> go.Figure:
     """A copy of ``figure`` restyled for a projector (see the module's description).
 

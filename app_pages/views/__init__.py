@@ -1,2 +1,8 @@
-"""The twelve pages that look at a model's attention (Start, Translate, Explore, ... Shapes and
-costs): thin scripts that read the frame's settings, ask the cache, and draw with viz/."""
+"""The twelve pages that look at a model's attention: thin scripts that read the frame's
+settings, ask the cache, and draw with viz/.
+
+In the navigation's order: :mod:`.start` (Start here), :mod:`.translate`, :mod:`.explore`,
+:mod:`.model_view`, :mod:`.head_view`, :mod:`.mask` (Causal mask), :mod:`.rollout`,
+:mod:`.stats` (Head statistics), :mod:`.corpus`, :mod:`.compare`, :mod:`.positions` and
+:mod:`.shapes` (Shapes and costs).
+"""

@@ -3,7 +3,6 @@ the own translator's cross-attention at stages of its training."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -18,31 +17,23 @@ from app_pages.cache.getters import (
     limits,
 )
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    DEFAULT_TEXT,
-    Run,
-    RunKey,
-    chart,
-    describe_error,
-    explained_errors,
-    initial,
-    kind_selector,
-    random_weights_note,
-    settings,
-    within,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import kind_selector
+from app_pages.frame.errors import describe_error, explained_errors
 from app_pages.frame.markdown import literal
+from app_pages.frame.run import Run, RunKey, random_weights_note
+from app_pages.frame.settings import DEFAULT_TEXT, initial, settings, within
 from i18n import N_, _
 from model import BUNDLED
-from model.analysis.cuts import FIT_ABOVE, colour_ceiling
-from viz.compare import paired_labels
+from model.analysis.cuts import shared_ceiling, stage_weights
+from viz.compare import heads_difference
+from viz.sizes import HEAD_SIDE
 
 MODES = {"sentences": N_("Two sentences"), "models": N_("Two models"),
          "stages": N_("Training stages")}
 PAIR = ("the cat sat on the mat because it was tired",
         "the dog sat on the sofa because it was tired")
 RANKED_TOKENS = 256  # longest input whose heads are all compared (every layer and head)
-HEAD_SIDE = 256  # cells a side of each heatmap, as in Explore: longer inputs in blocks
 STAGE_CHARS = 500  # the training stages' sentence and target (own-translator's short sentences)
 
 st.title(_("Compare"))
@@ -62,24 +53,25 @@ def _trace(spec: str, device: str, text: str, target: str | None = None) -> Run:
 
 
 def _pooled_head(run: Run, name: str, layer: int, head: int) -> tuple:
-    """One head as drawn, ``(weights, factors)``: exact up to :data:`HEAD_SIDE` tokens a
-    side, else pooled where the model ran (the figure stays as small as Explore's)."""
+    """One head as drawn, ``(weights, factors)``: exact up to :data:`viz.sizes.HEAD_SIDE`
+    tokens a side, as in Explore, else pooled where the model ran (the figure stays as small as
+    Explore's)."""
     with explained_errors():
         return get_head_view(run, name, layer, head, HEAD_SIDE)
 
 
 def _ceiling(runs: list[Run], name: str, layer: int, container=st) -> float:
-    """The weight drawn darkest in the heatmaps of ``runs`` (one scale for the heads compared):
-    1, or past :data:`FIT_ABOVE` keys the layers' largest weight away from the first token, as
-    Explore fits long inputs (each row is spread thin); said under the charts."""
-    n_keys = max(len(run.trace.axes(name)[1]) for run in runs)
-    if n_keys <= FIT_ABOVE:
-        return 1.0
-    with explained_errors():
-        peak = max(get_layer_summary(run, name, layer).peak for run in runs)
-    zmax = colour_ceiling(peak, n_keys)[0]
-    container.caption(_("Colours fitted to the layer: the darkest colour is its largest weight "
-                        "away from the first token, {zmax:.3f}.").format(zmax=zmax))
+    """The weight drawn darkest in the heatmaps of ``runs`` (one scale for the heads compared,
+    :func:`model.analysis.cuts.shared_ceiling`), as Explore fits long inputs; said under the
+    charts when fitted. The layers' summaries are read only then."""
+    def peaks() -> list[float]:
+        with explained_errors():
+            return [get_layer_summary(run, name, layer).peak for run in runs]
+
+    zmax, fitted = shared_ceiling([run.trace for run in runs], name, peaks)
+    if fitted:
+        container.caption(_("Colours fitted to the layer: the darkest colour is its largest weight "
+                            "away from the first token, {zmax:.3f}.").format(zmax=zmax))
     return zmax
 
 
@@ -136,9 +128,8 @@ if mode == "sentences":
         st.stop()
     (pooled_a, factors), (pooled_b, _factors) = (_pooled_head(run, name, layer, head)
                                                  for run in (run_a, run_b))
-    chart(viz.difference_heatmap(
-        np.asarray(pooled_b, np.float64) - pooled_a, paired_labels(list(qa), list(qb)),
-        paired_labels(list(ka), list(kb)), factors=factors,
+    chart(heads_difference(
+        pooled_a, pooled_b, (qa, qb), (ka, kb), factors=factors,
         title=_("B − A · {title}").format(title=title),
         subtitle=_("red: B attends more; blue: less; white: unchanged")),
         key="cmp_difference", name=("compare", "difference", name, f"layer {layer}",
@@ -214,8 +205,7 @@ else:
     heads = [-1, *range(traces[0].n_heads)]
     head = widgets.selectbox(_("Head"), heads, key="cmp_stage_head", container=c2,
                              format_func=lambda h: _("mean of the heads") if h < 0 else str(h))
-    weights = np.stack([t.mean_weights(name, layer) if head < 0 else t.weights(name, layer, head)
-                        for t in traces])
+    weights = stage_weights(traces, name, layer, None if head < 0 else head)
     q_tokens, k_tokens = traces[0].axes(name)
     chart(viz.heads_grid(
         weights, list(q_tokens), list(k_tokens), cols=len(stages),

@@ -3,13 +3,11 @@ over them with confidence intervals, span attention, and any sentence opened in 
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 import viz
 from app_pages.cache.getters import (
-    Cancelled,
     find_corpus,
     get_columns,
     get_corpus,
@@ -18,19 +16,16 @@ from app_pages.cache.getters import (
     get_token_counts,
     limits,
 )
+from app_pages.cache.shared import Cancelled
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    chart,
-    explained_errors,
-    metric_name,
-    open_head,
-    random_weights_note,
-    settings,
-    within,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import metric_name, open_head
+from app_pages.frame.errors import explained_errors
 from app_pages.frame.events import selected_head
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import PAGES, script
+from app_pages.frame.run import random_weights_note
+from app_pages.frame.settings import settings, within
 from i18n import _
 from model.analysis.statistics import STATS
 from model.corpus.sentences import (
@@ -39,7 +34,17 @@ from model.corpus.sentences import (
     default_column,
     split_lines,
 )
-from model.corpus.statistics import SPAN, Span, ranked_heads, sentence_values, summarise_heads
+from model.corpus.statistics import (
+    SPAN,
+    Span,
+    defined_statistics,
+    longest_sentence,
+    queries_per_sentence,
+    ranked_heads,
+    sentence_values,
+    sentences_ran,
+    summarise_heads,
+)
 
 KEPT_FILES = "cp_kept_files"  # the uploaded files, kept while another page is shown
 
@@ -133,11 +138,11 @@ if span is not None:
 
 with explained_errors():
     lengths = get_token_counts(spec, device, tuple(sentences))
-    longest = int(np.argmax(lengths))
-    if lengths[longest] > bounds.corpus_tokens:
+    longest, most_tokens = longest_sentence(lengths)
+    if most_tokens > bounds.corpus_tokens:
         raise ValueError(_("sentence {index} is {count:,} tokens long; this server runs "
                            "sentences of at most {most:,} tokens: shorten it").format(
-            index=longest + 1, count=int(lengths[longest]), most=bounds.corpus_tokens))
+            index=longest + 1, count=most_tokens, most=bounds.corpus_tokens))
 request = (spec, device, tuple(sentences), span)
 if st.button(_("Run {count:,} sentences").format(count=len(sentences)), key="cp_run",
              type="primary", icon=":material/play_arrow:"):
@@ -145,7 +150,7 @@ if st.button(_("Run {count:,} sentences").format(count=len(sentences)), key="cp_
 if st.session_state.get("cp_request") != request:
     if find_corpus(*request) is None:  # a run of these sentences is shown again at once
         st.caption(_("{count:,} sentences ready ({tokens:,} tokens in all).").format(
-            count=len(sentences), tokens=int(lengths.sum())))
+            count=len(sentences), tokens=int(sum(lengths))))
         st.stop()
     st.session_state["cp_request"] = request
 
@@ -154,7 +159,7 @@ with explained_errors():
         table, skipped, tokens = get_corpus(spec, device, tuple(sentences), span)
     except Cancelled:  # this session's browser has gone: nobody to show it to
         st.stop()
-ran = len(np.unique(table["sentence"]))
+ran = sentences_ran(table)
 st.success(_("{ran:,} of {count:,} sentences ran on {model}.").format(
     ran=ran, count=len(sentences), model=spec))
 if skipped:
@@ -167,8 +172,7 @@ if not ran:
 kinds = list(dict.fromkeys(table["kind"].tolist()))
 c1, c2 = st.columns(2)
 name = widgets.selectbox(_("Attention"), kinds, key="cp_kind", container=c1)
-metrics = [m for m in (*STATS, *([SPAN] if span else []))
-           if not np.isnan(table[m][table["kind"] == name]).all()]
+metrics = defined_statistics(table, name, (*STATS, *([SPAN] if span else [])))
 metric = widgets.selectbox(_("Statistic"), metrics, key="cp_metric", format_func=metric_name,
                            container=c2)
 summary = summarise_heads(table, name, metric)
@@ -204,9 +208,7 @@ c1, c2 = st.columns(2)
 layer = widgets.selectbox(_("Layer"), range(n_layers), key="cp_layer", container=c1)
 head = widgets.selectbox(_("Head"), range(n_heads), key="cp_head", container=c2)
 values = sentence_values(table, name, layer, head, metric, len(sentences))
-queries_per = np.zeros(len(sentences), int)
-rows = table["kind"] == name
-queries_per[table["sentence"][rows]] = table["queries"][rows]
+queries_per = queries_per_sentence(table, name, len(sentences))
 frame = pd.DataFrame({_("sentence"): sentences,
                       _("tokens"): [" · ".join(t) if t else "" for t in tokens],
                       _("length"): queries_per,

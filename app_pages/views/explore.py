@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 import viz
 from app_pages.cache.getters import get_head_view, get_layer_summary, get_region
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    FAMILY_NAMES,
-    SCHEME_NAMES,
-    chart,
-    explained_errors,
-    kind_selector,
-    literal,
-    load_run,
-    named,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import kind_selector
+from app_pages.frame.errors import explained_errors
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import PAGES, script
+from app_pages.frame.run import load_run
+from app_pages.frame.settings import FAMILY_NAMES, SCHEME_NAMES, named
 from i18n import _
-from model.analysis.cuts import FIT_ABOVE, colour_ceiling, query_rows, writes_words
+from model.analysis.cuts import (
+    FIT_ABOVE,
+    colour_ceiling,
+    query_rows,
+    region_window,
+    window_mask,
+    writes_words,
+)
 from viz import export
-from viz.pooling import block_labels, pool_allowed
+from viz.pooling import block_labels, masked_blocks
+from viz.sizes import HEAD_SIDE
 
 HIGHLIGHT = "explore_highlight"  # a cell another page asked to outline (a lesson's pair)
 # the lesson that opens heads with a cell outlined, by its title (in English)
@@ -83,7 +86,6 @@ scale = widgets.radio(
     help=_("Long inputs spread each row over many tokens, so every weight is small. Fitted, the "
            "layer's largest weight is the darkest; automatic fits past {fit_above} tokens."
            ).format(fit_above=FIT_ABOVE))
-HEAD_SIDE = 256  # cells a side of the head's heatmap: longer inputs are drawn in blocks
 with explained_errors():  # running out of memory, explained on the page
     summary = get_layer_summary(run, name, layer)  # every head of the layer, once
     weights, factors = get_head_view(run, name, layer, head, HEAD_SIDE)
@@ -118,7 +120,7 @@ def shown_table(weights=weights, factors=factors, allowed=allowed) -> bytes:
     """The weights drawn as CSV (masked cells empty): every token's, or a long input's blocks
     (exact weights of any region are in the zoom)."""
     fq, fk = factors
-    return export.matrix_csv(np.where(pool_allowed(allowed, fq, fk), weights, np.nan),
+    return export.matrix_csv(masked_blocks(weights, allowed, factors),
                              block_labels(rows.labels, fq), block_labels(k_tokens, fk),
                              corner=_("query \\ key"))
 
@@ -149,12 +151,11 @@ if factors != (1, 1):  # drawn in blocks: any region can be seen token by token
         if qb > qa and kb > ka:
             with explained_errors():
                 region = get_region(run, name, layer, head, range(qa, qb), range(ka, kb))
+            zoom = region_window(trace, name, range(qa, qb), range(ka, kb))
             chart(viz.attention_heatmap(
-                region,
-                rows.labels[qa:qb], list(k_tokens[ka:kb]), allowed=allowed[qa:qb, ka:kb],
-                max_side=HEAD_SIDE, zmax=zmax, y_title=rows.title,
-                query_hover=rows.hover[qa:qb],
-                key_hover=[f"{j}: {t}" for j, t in enumerate(k_tokens[ka:kb], start=ka)],
+                region, zoom.query_tokens, zoom.key_tokens,
+                allowed=window_mask(trace, name, layer, zoom), max_side=HEAD_SIDE, zmax=zmax,
+                y_title=rows.title, query_hover=zoom.query_labels, key_hover=zoom.key_labels,
                 title=_("Queries {qa}–{qb} × keys {ka}–{kb}, token by token").format(
                     qa=qa, qb=qb - 1, ka=ka, kb=kb - 1)),
                 key="zoom_heatmap", name=(name, f"layer {layer}", f"head {head}", "zoom"))

@@ -7,8 +7,10 @@ import streamlit as st
 import viz
 from app_pages.cache.getters import heavy_work
 from app_pages.frame import widgets
-from app_pages.frame.common import chart, kind_selector, load_run, window_selector
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import kind_selector, window_selector
 from app_pages.frame.events import clicked_token
+from app_pages.frame.run import load_run
 from i18n import _
 from model.analysis.cuts import window, window_weights, writes_words
 from viz.style import head_label

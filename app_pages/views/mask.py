@@ -7,15 +7,11 @@ import streamlit as st
 import viz
 from app_pages.cache.getters import heavy_work
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    chart,
-    kind_selector,
-    literal,
-    load_run,
-    presenting,
-    stepper,
-    window_selector,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import kind_selector, stepper, window_selector
+from app_pages.frame.markdown import literal
+from app_pages.frame.run import load_run
+from app_pages.frame.settings import presenting
 from i18n import _
 from model.analysis.cuts import mask_panels, window
 from viz.mask_view import PANELS

@@ -5,8 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.cache.getters import get_model_view
-from app_pages.frame.common import bounded_analysis, chart, kind_selector, load_run, open_head
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import bounded_analysis, kind_selector, open_head
 from app_pages.frame.events import selected_head
+from app_pages.frame.run import load_run
 from i18n import _
 
 st.title(_("Model view"))

@@ -5,22 +5,20 @@ from __future__ import annotations
 import streamlit as st
 
 import viz
+from app_pages.cache.getters import get_model
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    SCHEME_NAMES,
-    chart,
-    explained_errors,
-    literal,
-    named,
-    random_weights_note,
-    settings,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.errors import explained_errors
+from app_pages.frame.markdown import literal
+from app_pages.frame.run import random_weights_note
+from app_pages.frame.settings import SCHEME_NAMES, named, settings
 from i18n import _
 from model.analysis.positions import (
+    clock_dims,
     dot_similarity,
     model_positions,
     rope_offset_scores,
-    rope_thetas,
+    rope_thetas_shown,
     sinusoidal,
 )
 
@@ -40,8 +38,7 @@ table = sinusoidal(n_positions, d_model)
 st.latex(r"PE_{(pos,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\quad "
          r"PE_{(pos,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)")
 chart(viz.sinusoidal_heatmap(table), key="pe_table")
-dims = [0, 2, d_model // 4, d_model // 2, d_model - 2]
-chart(viz.clock_hands(table, dims), key="pe_waves")
+chart(viz.clock_hands(table, clock_dims(d_model)), key="pe_waves")
 chart(viz.similarity_matrix(dot_similarity(table), _("PE(p) · PE(q): nearby positions look "
                                                       "alike"), _("dot product")),
       key="pe_similarity")
@@ -49,15 +46,12 @@ chart(viz.similarity_matrix(dot_similarity(table), _("PE(p) · PE(q): nearby pos
 st.header(_("RoPE: rotate Q and K instead"))
 st.markdown(_("Each pair of dimensions of q and k turns by an angle proportional to the "
               "position. After both turn, q·k depends only on how far apart they are."))
-thetas = rope_thetas(64)[[0, 4, 12, 31]]
-chart(viz.rope_circles(thetas, 16), key="rope_circles")
+chart(viz.rope_circles(rope_thetas_shown(), 16), key="rope_circles")
 chart(viz.rope_offsets(rope_offset_scores(24)), key="rope_offsets")
 
 st.header(_("The loaded model"))
 spec, device = settings()
 if spec:
-    from app_pages.cache.getters import get_model
-
     with explained_errors(_("Could not load {model}: ").format(model=spec[:80])):
         info = model_positions(get_model(spec, device))
     random_weights_note(spec)

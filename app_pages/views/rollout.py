@@ -7,12 +7,14 @@ import streamlit as st
 import viz
 from app_pages.cache.getters import get_rollout
 from app_pages.frame import widgets
-from app_pages.frame.common import bounded_analysis, chart, kind_selector, load_run
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import bounded_analysis, kind_selector
+from app_pages.frame.run import load_run
 from i18n import N_, _
 from model.analysis.cuts import query_rows
-from model.analysis.rollout import SINK_SHARE, blocks_peak, rollout_factor, rollout_view
+from model.analysis.rollout import SINK_SHARE, rollout_factor, rollout_view
 from model.analysis.statistics import ROLLOUT_SIDE
-from viz.pooling import pool_allowed, pool_weights
+from viz.rollout import drawn_rollout
 
 st.title(_("Attention rollout"))
 st.warning(_("Attention weights show where a model looked, not why it decided: rollout is a "
@@ -33,23 +35,15 @@ first = widgets.radio(
            "hides the rest. Automatic leaves its column out when it holds more than "
            "{share:.0%} of the weight.").format(share=SINK_SHARE))
 factor = rollout_factor(len(trace.axes(name)[0]))
-k_tokens, mask = list(trace.axes(name)[1]), trace.mask(name, 0)
-if factor == 1:
-    allowed, k_labels, k_special = mask, k_tokens, trace.special(name)[1]
-else:  # a long input rolls out blocks of tokens
-    allowed, k_labels, k_special = pool_allowed(mask, factor, factor), k_tokens[::factor], []
+if factor > 1:  # a long input rolls out blocks of tokens
     st.info(_("{n:,} tokens: rollout multiplies blocks of {factor} tokens (each layer's "
               "attention pooled first: a block's rows averaged, its keys summed). It is exact "
               "up to {side:,} tokens; here it approximates the exact rollout.").format(
         n=len(trace.axes(name)[0]), factor=factor, side=ROLLOUT_SIDE))
-view = rollout_view(flows[layer], allowed, k_labels, k_special, first=first)
-SIDE = 256  # cells a side drawn
-again = -(-max(view.flow.shape) // SIDE)  # blocks pooled again to be drawn
-drawn = pool_weights(view.flow, again, again) if again > 1 else view.flow
-step = factor * again  # tokens a side of a drawn cell
-first_key = factor if view.left_out else 0  # the keys left out with the first block
-zmax = view.zmax if view.zmax >= 1 or step == 1 else blocks_peak(
-    drawn, len(rows.labels), step, first_key)  # fitted to what is drawn
+view = rollout_view(flows[layer], trace.mask(name, 0), trace.axes(name)[1],
+                    trace.special(name)[1], first=first, factor=factor)
+drawn = drawn_rollout(view.flow, len(rows.labels), factor=factor, first_key=view.first_key,
+                      zmax=view.zmax)
 title = _("Rollout of {name} through layers 0–{layer}").format(name=name, layer=layer)
 if view.left_out:
     title += "<br><sup>" + (_(
@@ -57,18 +51,12 @@ if view.left_out:
         "to 1") if factor == 1 else _(
         "first block ({factor} tokens) left out (it held {share:.0%} of the weight); each row "
         "rescaled to sum to 1")).format(share=view.sink_share, factor=factor) + "</sup>"
-if zmax < 1:
+if drawn.zmax < 1:
     title += "<br><sup>" + _("colours fitted: the darkest cell off the diagonal is "
-                             "{zmax:.3f}").format(zmax=zmax) + "</sup>"
-if step == 1:
-    figure = viz.attention_heatmap(
-        view.flow, rows.labels, view.key_tokens, allowed=view.allowed, query_hover=rows.hover,
-        y_title=rows.title, special=(rows.special, view.key_special), title=title,
-        zmax=zmax, max_side=SIDE)
-else:  # blocks (of blocks), named by their tokens
-    figure = viz.attention_heatmap(
-        drawn, rows.labels, k_tokens[first_key:], allowed=mask[:, first_key:],
-        factors=(step, step), max_side=SIDE, y_title=rows.title, title=title, zmax=zmax)
-chart(figure, key="rollout")
+                             "{zmax:.3f}").format(zmax=drawn.zmax) + "</sup>"
+chart(viz.rollout_heatmap(drawn, rows.labels, view.key_tokens, allowed=view.allowed,
+                          query_hover=rows.hover, y_title=rows.title,
+                          special=(rows.special, view.key_special), title=title),
+      key="rollout")
 st.caption(_("Per layer: average the heads, add the identity for the residual connection, "
              "renormalise each row, multiply with the layers below."))

@@ -6,21 +6,16 @@ import pandas as pd
 import streamlit as st
 
 import viz
-from app_pages.frame.common import chart, literal, load_run
+from app_pages.frame.charts import chart
+from app_pages.frame.markdown import literal
+from app_pages.frame.run import load_run
 from i18n import N_, _
 from model.analysis.costs import attention_costs, longest_axis, parameter_split, stage_shapes
+from viz.numbers import byte_size
 
 # The parts of ``parameter_split``, as the page names them.
 PARTS = {"attention": N_("attention"), "ffn": N_("ffn"), "embeddings": N_("embeddings"),
          "other": N_("other")}
-
-
-def _size(n_bytes: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n_bytes < 1024 or unit == "GB":
-            return f"{n_bytes:,.1f} {unit}" if unit != "B" else f"{n_bytes:,.0f} B"
-        n_bytes /= 1024
-    return ""
 
 
 st.title(_("Shapes and costs"))
@@ -47,11 +42,11 @@ st.caption(_("Lesson §3.5, following the shapes: the FFN holds about 2/3 of a l
 st.subheader(_("Memory for this input"))
 costs = attention_costs(d, trace)
 c1, c2, c3 = st.columns(3)
-c1.metric(_("attention weights, all layers and heads"), _size(costs["attention_bytes"]),
+c1.metric(_("attention weights, all layers and heads"), byte_size(costs["attention_bytes"]),
           _("{count:,} values").format(count=costs["attention_values"]), delta_color="off",
           delta_arrow="off")
-c2.metric(_("KV cache for generation"), _size(costs["kv_cache_bytes"]))
-c3.metric(_("KV cache without GQA"), _size(costs["kv_cache_bytes_without_gqa"]))
+c2.metric(_("KV cache for generation"), byte_size(costs["kv_cache_bytes"]))
+c3.metric(_("KV cache without GQA"), byte_size(costs["kv_cache_bytes_without_gqa"]))
 st.caption(_("Doubling the text quadruples the attention weights (O(n²); lesson §3.8, the cost "
              "of attention); grouped-query attention divides the KV cache by the number of "
              "query heads per K/V head."))

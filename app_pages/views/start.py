@@ -6,8 +6,10 @@ import streamlit as st
 
 import viz
 from app_pages.cache.getters import get_trace
-from app_pages.frame.common import chart, explained_errors, settings
+from app_pages.frame.charts import chart
+from app_pages.frame.errors import explained_errors
 from app_pages.frame.navigation import script
+from app_pages.frame.settings import settings
 from i18n import _
 from model.analysis.cuts import generation_step, written_words
 

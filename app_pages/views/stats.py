@@ -8,18 +8,14 @@ import streamlit as st
 import viz
 from app_pages.cache.getters import get_head_stats, get_mean
 from app_pages.frame import widgets
-from app_pages.frame.common import (
-    bounded_analysis,
-    chart,
-    kind_selector,
-    load_run,
-    metric_name,
-    open_head,
-)
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import bounded_analysis, kind_selector, metric_name, open_head
 from app_pages.frame.events import selected_head
+from app_pages.frame.run import load_run
 from i18n import _
 from model.analysis.cuts import boundary_label, query_rows, sentence_split
 from model.analysis.statistics import STATS, defined_metrics, stats_table
+from viz.sizes import HEAD_SIDE
 
 st.title(_("Head statistics"))
 run = load_run()
@@ -56,11 +52,10 @@ if not layers or not heads:
     st.stop()
 rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
 q_tokens = rows.labels
-SIDE = 256  # cells a side drawn: longer inputs are averaged in blocks of tokens
 mean, mean_factors, _mass = get_mean(run, name, layers, heads, range(len(q_tokens)),
-                                     range(len(k_tokens)), SIDE)
+                                     range(len(k_tokens)), HEAD_SIDE)
 chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.mask(name),
-                            factors=mean_factors, max_side=SIDE, query_hover=rows.hover,
+                            factors=mean_factors, max_side=HEAD_SIDE, query_hover=rows.hover,
                             y_title=rows.title,
                             title=_("Weights averaged over the chosen layers and heads")),
       key="aggregate")
@@ -90,8 +85,8 @@ qa, qb = span_slider(
 ka, kb = span_slider(_("Key span (e.g. sentence A)"), k_tokens, (0, k_cut), "span_k", c4)
 if qb > qa and kb > ka:
     block, block_factors, mass = get_mean(run, name, layers, heads, range(qa, qb),
-                                          range(ka, kb), SIDE)
+                                          range(ka, kb), HEAD_SIDE)
     st.metric(_("Share of the query span's attention on the key span"), f"{mass:.1%}")
     chart(viz.attention_heatmap(block, q_tokens[qa:qb], list(k_tokens[ka:kb]),
-                                factors=block_factors, max_side=SIDE,
+                                factors=block_factors, max_side=HEAD_SIDE,
                                 title=_("Query span → key span")), key="span")

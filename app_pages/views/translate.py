@@ -7,7 +7,10 @@ import streamlit as st
 import viz
 from app_pages.cache.getters import get_model, get_trace
 from app_pages.frame import widgets
-from app_pages.frame.common import chart, describe_error, explained_errors, settings, stepper
+from app_pages.frame.charts import chart
+from app_pages.frame.controls import stepper
+from app_pages.frame.errors import describe_error, explained_errors
+from app_pages.frame.settings import settings
 from i18n import N_, _
 from model.analysis.cuts import generation_step, written_words
 

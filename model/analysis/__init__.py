@@ -6,7 +6,8 @@ streamlit or :mod:`model.hf`.
 - :mod:`.rollout`: attention rollout through a stack;
 - :mod:`.costs`: tensor shapes, parameter split, attention and KV-cache sizes;
 - :mod:`.positions`: the sinusoidal table, RoPE and the loaded model's own positions;
-- :mod:`.views`: what each page draws, cut from a trace (a layer, a window, a generation step);
+- :mod:`.cuts`: what each page draws, cut from a trace (query rows, a window, a generation step,
+  colour ceilings, the stages of a training run);
 - :mod:`.tokens`: what a tokenizer lost or split of the input (unknown tokens, byte pieces).
 
 The statistics and rollout are importable from here too, as before the package had rooms.

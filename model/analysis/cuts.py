@@ -6,6 +6,7 @@ Pages call these and hand the arrays to viz/ instead of slicing and reducing arr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,6 +113,30 @@ def colour_ceiling(peak: float, n_keys: int, fit: bool | None = None) -> tuple[f
     return (max(float(peak), 1e-6) if fit else 1.0), fit
 
 
+def shared_ceiling(traces: Sequence[AttentionTrace], name: str,
+                   peaks: Callable[[], Iterable[float]]) -> tuple[float, bool]:
+    """One :func:`colour_ceiling` for heads of several traces drawn side by side (one scale for
+    the heads compared): 1, or past :data:`FIT_ABOVE` keys in the longest trace the largest of
+    their layers' peaks.
+
+    Args:
+        peaks: called only when the colours are fitted: each trace's layer peak
+            (:attr:`model.reading.blocks.LayerSummary.peak`), which may cost a pass over the
+            layer.
+    """
+    n_keys = max(len(trace.axes(name)[1]) for trace in traces)
+    if n_keys <= FIT_ABOVE:
+        return 1.0, False
+    return colour_ceiling(max(peaks()), n_keys)
+
+
+def stage_weights(traces: Sequence[AttentionTrace], name: str, layer: int,
+                  head: int | None) -> np.ndarray:
+    """One head (None: the heads' mean) of the same layer in several traces of one input,
+    e.g. stages of a training run: float32 ``[trace, query, key]``."""
+    return np.stack([trace.head_or_mean(name, layer, head) for trace in traces])
+
+
 @dataclass(frozen=True)
 class Window:
     """A stretch of query tokens (and, for self-attention, the same stretch of keys).
@@ -145,6 +170,22 @@ def window(trace: AttentionTrace, name: str, start: int, stop: int) -> Window:
     queries = slice(start, min(stop, len(q_tokens)))
     keys = slice(start, min(stop, len(k_tokens))) if name.endswith(".self") else slice(
         0, len(k_tokens))
+    return _window(trace, name, queries, keys)
+
+
+def region_window(trace: AttentionTrace, name: str, queries: range, keys: range) -> Window:
+    """Any stretch of queries × any stretch of keys of ``name`` (Explore's zoom), ranges of
+    step 1 inside the axes."""
+    return _window(trace, name, slice(queries.start, queries.stop), slice(keys.start, keys.stop))
+
+
+def window_mask(trace: AttentionTrace, name: str, layer: int, view: Window) -> np.ndarray:
+    """The mask of ``layer`` inside ``view``: bool ``[query, key]``."""
+    return trace.mask(name, layer)[view.queries, view.keys]
+
+
+def _window(trace: AttentionTrace, name: str, queries: slice, keys: slice) -> Window:
+    k_tokens = trace.axes(name)[1]
     rows = query_rows(trace, name)
     k_special = trace.special(name)[1]
     key_labels = [f"{keys.start + j}: {t}" for j, t in enumerate(k_tokens[keys])]
@@ -185,7 +226,7 @@ def mask_panels(trace: AttentionTrace, name: str, layer: int, head: int,
         ValueError: the trace holds no scores (a loaded export).
     """
     cut = (view.queries, view.keys)
-    return MaskPanels(trace.scores(name, layer, head)[cut], trace.mask(name, layer)[cut],
+    return MaskPanels(trace.scores(name, layer, head)[cut], window_mask(trace, name, layer, view),
                       trace.weights(name, layer, head)[cut])
 
 

@@ -35,6 +35,18 @@ def rope_thetas(d_head: int, base: float = 10000.0) -> np.ndarray:
     return rope_frequencies(d_head, base).numpy()
 
 
+def clock_dims(d_model: int) -> list[int]:
+    """The dimensions of a ``d_model``-wide sinusoidal table drawn as clock hands, fastest to
+    slowest: 0 and 2, a quarter and half of the way, and the last pair's sine."""
+    return [0, 2, d_model // 4, d_model // 2, d_model - 2]
+
+
+def rope_thetas_shown(d_head: int = 64, pairs: tuple[int, ...] = (0, 4, 12, 31)) -> np.ndarray:
+    """Radians per position of a few RoPE pairs of a ``d_head``-wide head (the fastest, the
+    slowest and two between): ``[len(pairs)]``."""
+    return rope_thetas(d_head)[list(pairs)]
+
+
 def rope_offset_scores(n_positions: int = 24, d_head: int = 64, base: float = 10000.0,
                        seed: int = 0) -> np.ndarray:
     """q·k after RoPE for one random q at positions m and one random k at positions n.

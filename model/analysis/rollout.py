@@ -33,7 +33,8 @@ def rollout(trace: AttentionTrace, name: str, residual: float = 0.5,
         trace: the trace.
         name: ``encoder.self`` or ``decoder.self``.
         residual: weight of the identity added for the residual stream (0.5 in the paper).
-        summaries: the layers' summaries when already made (one per layer, in order).
+        summaries: the layers' summaries when already made (one per layer, in order); else
+            they are made with the smallest tiles and grid (the rollout reads only the mean).
 
     Returns:
         float64 ``[layer, query, key]`` (blocks of tokens for a long input): entry l is the
@@ -42,7 +43,7 @@ def rollout(trace: AttentionTrace, name: str, residual: float = 0.5,
     if not name.endswith(".self"):
         raise ValueError(f"rollout follows one token stream; {name} is cross-attention")
     if summaries is None:
-        summaries = layer_summaries(trace, name)
+        summaries = layer_summaries(trace, name, tile=1, grid=1)
     n = summaries[0].mean.shape[0]
     eye = torch.eye(n, dtype=torch.float64)
     result = eye
@@ -83,27 +84,6 @@ def off_diagonal_peak(flow: np.ndarray, key_offset: int = 0) -> float:
     return max(peak, 1e-6)
 
 
-def blocks_peak(drawn: np.ndarray, n_tokens: int, step: int, first_key: int = 0) -> float:
-    """The largest cell of a rollout drawn in blocks of ``step`` tokens a side, away from the
-    cells that hold a token's weight on itself (the residual keeps those large): the colour
-    ceiling of a fitted long rollout.
-
-    Args:
-        drawn: ``[query blocks, key blocks]``.
-        n_tokens: the tokens of the query axis.
-        step: tokens per block, on both axes.
-        first_key: the token of the first key drawn (the keys before it were left out).
-    """
-    drawn = np.asarray(drawn, dtype=np.float64)
-    own = np.zeros(drawn.shape, dtype=bool)
-    tokens = np.arange(first_key, n_tokens)
-    rows, cols = tokens // step, (tokens - first_key) // step
-    inside = cols < drawn.shape[1]
-    own[rows[inside], cols[inside]] = True
-    rest = np.where(own, -np.inf, drawn)
-    return max(float(rest.max()) if rest.size else 0.0, 1e-6)
-
-
 def without_first_token(flow: np.ndarray) -> np.ndarray:
     """``[query, key]`` without the first key's column, each row rescaled to sum to 1 over the
     remaining keys (a row with nothing left is all zeros): what the rest of the attention
@@ -122,12 +102,15 @@ class RolloutView:
     """One layer of a rollout as the page draws it.
 
     Attributes:
-        flow: ``[query, key]`` (without the first key when it was left out).
-        allowed: the mask, cut like ``flow``.
-        key_tokens, key_special: the keys drawn and the special ones among them.
-        sink_share: the first key's mean weight before anything was left out.
-        left_out: whether the first key was left out (rows rescaled).
+        flow: ``[query, key]``, or blocks of ``factor`` tokens a side (without the first key,
+            or first block, when it was left out).
+        allowed: the mask per token, cut like ``flow``.
+        key_tokens, key_special: the key tokens drawn and the special ones among them (none
+            when ``flow`` is in blocks: block labels name ranges, not tokens).
+        sink_share: the first key's (block's) mean weight before anything was left out.
+        left_out: whether the first key (block) was left out (rows rescaled).
         zmax: the weight drawn darkest (1, or fitted off the diagonal for long inputs).
+        factor: tokens a side of each cell of ``flow`` (:func:`rollout_factor`).
     """
 
     flow: np.ndarray
@@ -137,29 +120,42 @@ class RolloutView:
     sink_share: float
     left_out: bool
     zmax: float
+    factor: int = 1
+
+    @property
+    def first_key(self) -> int:
+        """The token of the first key drawn (the tokens before it were left out)."""
+        return self.factor if self.left_out else 0
 
 
 def rollout_view(flow: np.ndarray, allowed: np.ndarray, key_tokens, key_special,
-                 first: str = "auto", fit_above: int = FIT_ABOVE) -> RolloutView:
-    """Cut one layer's rollout ``[query, key]`` for drawing.
+                 first: str = "auto", fit_above: int = FIT_ABOVE,
+                 factor: int = 1) -> RolloutView:
+    """Cut one layer's rollout for drawing.
 
     Args:
+        flow: one layer of :func:`rollout`, ``[query, key]`` or, for a long input, blocks of
+            ``factor`` tokens a side.
+        allowed, key_tokens, key_special: the mask ``[query, key]``, the key tokens and the
+            positions of special ones, per token.
         first: ``"keep"`` the first key, ``"leave out"`` its column (rows rescaled), or
             ``"auto"``: leave it out when it holds more than :data:`SINK_SHARE` of the weight.
-        fit_above: past this many keys, colours are fitted to the largest weight off the
-            diagonal.
+        fit_above: past this many keys (blocks), colours are fitted to the largest weight off
+            the diagonal.
+        factor: tokens a side of each cell of ``flow`` (:func:`rollout_factor`).
     """
     if first not in ("auto", "keep", "leave out"):
         raise ValueError(f"first must be 'auto', 'keep' or 'leave out', not {first!r}")
     share = first_token_share(flow)
-    key_tokens, key_special = list(key_tokens), list(key_special)
-    leave_out = len(key_tokens) > 1 and (
+    key_tokens = list(key_tokens)
+    key_special = list(key_special) if factor == 1 else []
+    leave_out = np.shape(flow)[1] > 1 and (
         first == "leave out" or (first == "auto" and share > SINK_SHARE))
-    if leave_out:
-        flow, allowed = without_first_token(flow), np.asarray(allowed)[:, 1:]
-        key_tokens, key_special = key_tokens[1:], [p - 1 for p in key_special if p > 0]
+    if leave_out:  # the first key, or the first block of keys
+        flow, allowed = without_first_token(flow), np.asarray(allowed)[:, factor:]
+        key_tokens, key_special = key_tokens[factor:], [p - 1 for p in key_special if p > 0]
     zmax = 1.0
-    if len(key_tokens) > fit_above:  # long inputs: fit the colours to what moved
+    if np.shape(flow)[1] > fit_above:  # long inputs: fit the colours to what moved
         zmax = off_diagonal_peak(flow, key_offset=1 if leave_out else 0)
     return RolloutView(np.asarray(flow), np.asarray(allowed), key_tokens, key_special, share,
-                       leave_out, zmax)
+                       leave_out, zmax, factor)

@@ -34,38 +34,50 @@ def head_stats(trace: AttentionTrace, name: str,
     queries and keys on one axis; for cross-attention they are NaN.
 
     Args:
-        summaries: the layers' summaries when already made (one per layer, in order).
+        summaries: the layers' summaries when already made (one per layer, in order); else
+            they are made with the smallest tiles and grid (the statistics do not depend on
+            them).
     """
     if summaries is None:
-        summaries = layer_summaries(trace, name)
+        summaries = layer_summaries(trace, name, tile=1, grid=1)
     return {key: np.stack([s.stats[key] for s in summaries]).astype(np.float64)
             for key in STATS}
 
 
-def layer_summaries(trace: AttentionTrace, name: str, progress=None) -> list[LayerSummary]:
-    """:func:`model.reading.blocks.layer_summary` of every layer of ``name``, at the sizes the
-    analyses draw (:data:`TILE`, :data:`GRID`, :data:`ROLLOUT_SIDE`).
+def layer_summaries(trace: AttentionTrace, name: str, progress=None, *, tile: int,
+                    grid: int) -> list[LayerSummary]:
+    """:func:`summary_of` every layer of ``name``.
 
     Args:
         progress: called with ``(layers done, layers)`` after each layer.
+        tile, grid: cells a side of each head's tile and grid panel (see :func:`summary_of`).
     """
     n = trace.layers(name)
     out = []
     for layer in range(n):
-        out.append(summary_of(trace, name, layer))
+        out.append(summary_of(trace, name, layer, tile=tile, grid=grid))
         if progress is not None:
             progress(layer + 1, n)
     return out
 
 
-def summary_of(trace: AttentionTrace, name: str, layer: int) -> LayerSummary:
-    """One layer's :class:`~model.reading.blocks.LayerSummary` at the sizes the pages draw."""
-    return layer_summary(trace, name, layer, tile=TILE, grid=GRID, mean_side=ROLLOUT_SIDE)
+def summary_of(trace: AttentionTrace, name: str, layer: int, *, tile: int,
+               grid: int) -> LayerSummary:
+    """One layer's :class:`~model.reading.blocks.LayerSummary`, its heads' mean exact up to
+    :data:`ROLLOUT_SIDE` tokens.
+
+    Args:
+        tile, grid: cells a side of each head's tile (the model view) and of each head in a
+            grid of the layer's heads: the sizes a page draws, which the app passes
+            (:mod:`viz.sizes`; model/ never imports viz).
+    """
+    return layer_summary(trace, name, layer, tile=tile, grid=grid, mean_side=ROLLOUT_SIDE)
 
 
-TILE = 16  # cells a side of a head's tile in the model view
-GRID = 64  # cells a side of each head in Explore's grid of a layer's heads
-ROLLOUT_SIDE = 512  # tokens up to which rollout is exact; longer inputs roll out blocks
+# Tokens up to which rollout is exact; longer inputs roll out blocks. The analysis's precision
+# (each layer of a rollout is a ROLLOUT_SIDE × ROLLOUT_SIDE matrix product), not a size drawn:
+# the rollout page draws it in at most viz.sizes.HEAD_SIDE cells a side.
+ROLLOUT_SIDE = 512
 
 
 def aggregate(trace: AttentionTrace, name: str, layers, heads) -> np.ndarray:

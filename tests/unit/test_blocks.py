@@ -194,7 +194,7 @@ def test_dense_stores_of_the_own_models_read_in_blocks_too(seed_trace):
         got = blocked.assemble(seed_trace.blocks(name, 0, [1, 0], budget=64), 2, range(n_q),
                                n_k)
         np.testing.assert_array_equal(got, seed_trace.layer_weights(name, 0)[[1, 0]])
-        summary = blocked.layer_summary(seed_trace, name, 0)
+        summary = blocked.layer_summary(seed_trace, name, 0, tile=16, grid=64, mean_side=1024)
         np.testing.assert_allclose(summary.stats["entropy"],
                                    old_head_stats(seed_trace, name)["entropy"][0], atol=1e-5)
 
@@ -402,7 +402,8 @@ def test_blocks_keep_position_bias_soft_capping_additive_masks_and_sinks():
 
 def test_a_long_rollout_multiplies_the_layers_pooled_in_blocks(long_llama):
     from model import load
-    from model.analysis.rollout import blocks_peak, rollout, rollout_factor
+    from model.analysis.rollout import rollout, rollout_factor
+    from viz.rollout import blocks_peak
 
     trace = load(long_llama, device="cpu").trace(" ".join(["The cat sat on the mat."] * 90))
     n = len(trace.tokens)

@@ -17,6 +17,7 @@ import viz
 from model.analysis.positions import rope_offset_scores, rope_thetas, sinusoidal
 from model.analysis.statistics import head_stats
 from viz import style
+from viz.rollout import DrawnRollout
 
 THEMES = {"light": "#ffffff", "dark": "#0e1117"}
 TEXT_PATHS = ("font", "title.font", "legend.font", "hoverlabel.font")
@@ -72,6 +73,8 @@ def figures(seed_trace):
         "stats_heatmap": viz.stats_heatmap(head_stats(seed_trace, "decoder.self")["entropy"],
                                            "entropy", "spread"),
         "difference_heatmap": viz.difference_heatmap(w - w.T, q, k, title="t", subtitle="s"),
+        "rollout_heatmap": viz.rollout_heatmap(DrawnRollout(w, 1, 0.5), q, k, allowed=allowed,
+                                               title="t"),
         "distribution_bars": viz.distribution_bars(w[3], list(k), highlight=1, title="t"),
         "complexity_curves": viz.complexity_curves(512, 7),
         "sinusoidal_heatmap": viz.sinusoidal_heatmap(table),

@@ -1,4 +1,5 @@
-"""The views of issue 5 on fig.data / fig.layout: values drawn are the trace's."""
+"""The model view, head view, causal mask, positional, head statistics and complexity figures,
+read on fig.data / fig.layout: values drawn are the trace's."""
 
 from __future__ import annotations
 

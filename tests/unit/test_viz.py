@@ -121,3 +121,131 @@ def test_a_short_heatmap_is_tall_enough_for_its_axis_title():
                                 y_title="query: the word being written")
     plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     assert plot_height >= 7 * len("query: the word being written")
+
+
+def _pool_direct(w: np.ndarray, f: int) -> np.ndarray:
+    """Blocks of ``f`` tokens a side in plain loops: a block's rows averaged, its keys summed."""
+    n_q, n_k = w.shape
+    return np.array([[w[i:i + f, j:j + f].sum(-1).mean() for j in range(0, n_k, f)]
+                     for i in range(0, n_q, f)])
+
+
+def test_a_rollout_is_pooled_again_to_what_a_heatmap_draws():
+    from viz.rollout import blocks_peak, drawn_rollout
+    from viz.sizes import HEAD_SIDE
+
+    rng = np.random.default_rng(0)
+    flow = rng.random((300, 300))
+    flow /= flow.sum(-1, keepdims=True)
+    exact = drawn_rollout(flow[:200, :200], 200, zmax=0.3)  # fits: drawn token by token
+    assert exact.factor == 1 and exact.zmax == 0.3 and exact.weights.shape == (200, 200)
+    drawn = drawn_rollout(flow, 300, zmax=0.3)
+    assert HEAD_SIDE == 256 and drawn.factor == 2  # 300 tokens: blocks of 2
+    np.testing.assert_allclose(drawn.weights, _pool_direct(flow, 2), atol=1e-12)
+    assert drawn.zmax == blocks_peak(drawn.weights, 300, 2)  # fitted again to the blocks
+    assert drawn_rollout(flow, 300).zmax == 1.0  # a ceiling of 1 stays 1
+    # a long input's rollout in blocks of 3, its first block left out
+    blocks = drawn_rollout(flow[:, 1:], 900, factor=3, first_key=3, zmax=0.5, max_side=100)
+    assert blocks.factor == 9
+    np.testing.assert_allclose(blocks.weights, _pool_direct(flow[:, 1:], 3), atol=1e-12)
+    assert blocks.zmax == blocks_peak(blocks.weights, 900, 9, 3)
+
+
+def test_the_drawn_blocks_peak_skips_each_tokens_own_block():
+    from viz.rollout import blocks_peak
+
+    drawn = np.array([[0.9, 0.2], [0.3, 0.8]])  # blocks of 2: own cells on the diagonal
+    assert blocks_peak(drawn, 4, 2) == 0.3
+    assert blocks_peak(drawn, 4, 2, first_key=1) == 0.2  # token 2's own key is in block 0
+    rng = np.random.default_rng(2)
+    drawn, n, step = rng.random((5, 5)), 10, 2
+    own = {(t // step, t // step) for t in range(n)}
+    direct = max(drawn[i, j] for i in range(5) for j in range(5) if (i, j) not in own)
+    assert blocks_peak(drawn, n, step) == pytest.approx(direct)
+
+
+def test_a_rollout_heatmap_is_the_attention_heatmap_of_what_is_drawn():
+    from viz.rollout import DrawnRollout
+
+    tokens = [f"t{i}" for i in range(6)]
+    w = np.tril(np.ones((6, 6)))
+    w /= w.sum(-1, keepdims=True)
+    allowed = np.tril(np.ones((6, 6), bool))
+    fig = viz.rollout_heatmap(DrawnRollout(w, 1, 0.5), tokens, tokens, allowed=allowed,
+                              title="t", special=([0], [0]))
+    direct = viz.attention_heatmap(w, tokens, tokens, allowed=allowed, title="t",
+                                   special=([0], [0]), zmax=0.5)
+    assert fig.to_json() == direct.to_json()
+    pooled = _pool_direct(w, 2)
+    fig = viz.rollout_heatmap(DrawnRollout(pooled, 2, 0.5), tokens, tokens, allowed=allowed)
+    direct = viz.attention_heatmap(pooled, tokens, tokens, allowed=allowed, factors=(2, 2),
+                                   zmax=0.5)
+    assert fig.to_json() == direct.to_json()
+
+
+def test_two_heads_difference_is_the_second_minus_the_first():
+    from viz.compare import heads_difference, paired_labels
+
+    rng = np.random.default_rng(3)
+    a, b = rng.random((3, 4)).astype(np.float32), rng.random((3, 4)).astype(np.float32)
+    q, k = (["x", "cat", "y"], ["x", "dog", "y"]), (list("abcd"), list("abce"))
+    fig = heads_difference(a, b, q, k, title="B − A", subtitle="s")
+    direct = viz.difference_heatmap(b.astype(np.float64) - a, paired_labels(*q),
+                                    paired_labels(*k), title="B − A", subtitle="s")
+    assert fig.to_json() == direct.to_json()
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), b.astype(np.float64) - a)
+    assert list(fig.data[0].customdata[1])[:1] == ["cat → dog → a"]
+
+
+def test_the_shown_table_leaves_wholly_masked_blocks_empty():
+    from viz.pooling import masked_blocks, pool_weights
+
+    w = np.tril(np.ones((5, 5)))
+    w /= w.sum(-1, keepdims=True)
+    allowed = np.tril(np.ones((5, 5), bool))
+    np.testing.assert_array_equal(masked_blocks(w, allowed, (1, 1)), np.where(allowed, w, np.nan))
+    pooled = pool_weights(w, 2, 2)
+    table = masked_blocks(pooled, allowed, (2, 2))
+    expected = pooled.copy()
+    expected[0, 1] = expected[0, 2] = expected[1, 2] = np.nan  # no query of the block sees them
+    np.testing.assert_array_equal(table, expected)
+
+
+def test_every_builder_draws_at_the_sizes_of_one_module():
+    import importlib
+    import inspect
+
+    from viz import compare, heatmap, present, sizes
+
+    model_view = importlib.import_module("viz.model_view")  # viz.model_view is the builder
+
+    def default(function, name):
+        return inspect.signature(function).parameters[name].default
+
+    assert default(heatmap.attention_heatmap, "max_side") == sizes.HEAD_SIDE == 256
+    assert default(compare.difference_heatmap, "max_side") == sizes.HEAD_SIDE
+    assert default(viz.rollout_heatmap, "max_side") == sizes.HEAD_SIDE
+    assert default(heatmap.heads_grid, "max_side") == sizes.GRID_SIDE == 64
+    assert default(model_view.model_view, "tile") == sizes.TILE_SIDE == 16
+    assert default(present.for_projector, "width_px") == sizes.PROJECTOR_PLOT_PX == 1450
+    assert sizes.SCREEN_PLOT_PX == 600
+
+
+def test_numbers_are_written_as_the_pages_and_lessons_write_them():
+    from viz import numbers
+
+    assert numbers.number(0.7) == "0.7" and numbers.number(-3.0) == "-3"
+    assert numbers.number(0.30285, 2) == "0.30" and numbers.number(-0.001, 2) == "0.00"
+    assert numbers.number(-0.0) == "0"
+    assert numbers.significant(3.340228e-05) == "0.000033" and numbers.significant(0.3222) == "0.32"
+    assert numbers.significant(2980.96, 4) == "2981"
+    assert [numbers.byte_size(n) for n in (0, 1023, 1024, 1536 * 1024, 3 * 2**30, 5 * 2**40)] == [
+        "0 B", "1,023 B", "1.0 KB", "1.5 MB", "3.0 GB", "5,120.0 GB"]
+    assert numbers.byte_size(3 * 2**30, largest="MB") == "3,072.0 MB"
+    assert numbers.byte_size(2047, largest="MB") == "2.0 KB"
+    assert numbers.count(999_999) == "999,999" and numbers.count(1_340_000_000) == "1.34 × 10⁹"
+    assert numbers.count(10**6) == "1.00 × 10⁶"
+    assert numbers.tiny(0) == "0" and numbers.tiny(6e-8) == "6.0 × 10⁻⁸"
+    assert numbers.tiny(-1.25e-12) == "-1.2 × 10⁻¹²" and numbers.tiny(3e5) == "3.0 × 10⁵"
+    assert [numbers.exponential(x) for x in (0, 2980.96, 0.0498, 7.389, 1.2e7, 0.004)] == [
+        "0.00e+00", "2981", "0.05", "7.39", "1.20e+07", "4.00e-03"]
