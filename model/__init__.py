@@ -5,10 +5,17 @@
     t = m.trace("The cat sat on the mat")
     t.weights("encoder.self", layer=0, head=0)
 
-The contract sits at the top (:mod:`.trace`, :mod:`.store`, :mod:`.facts`, :mod:`.interface`,
-:mod:`.loader`, :mod:`.errors`, the CLI in ``__main__``); the rooms below name the architecture:
+The contract sits at the top: :mod:`.trace` (:class:`AttentionTrace` and its export),
+:mod:`.store` (how a trace keeps one attention kind), :mod:`.meta` (the typed facts:
+:class:`Family`, :class:`ModelDims`, :class:`PositionInfo`, :class:`Step`), :mod:`.interface`
+(:class:`LoadedModel`, the protocol both adapters implement), :mod:`.loader` (``load(SPEC)``),
+:mod:`.policy` (which models a server allows, checked by ``load``), :mod:`.budget` (the memory
+a trace of n tokens needs), :mod:`.text` (checks on the text to trace), :mod:`.errors`,
+:mod:`.device` and the CLI in :mod:`.__main__`. The rooms below name the architecture:
 :mod:`.own` (the seed's Transformer and translator), :mod:`.hf` (Hugging Face checkpoints and
-their capture) and :mod:`.analysis` (numbers computed from a trace).
+their capture), :mod:`.reading` (attention read in row blocks and padded batches),
+:mod:`.analysis` (numbers computed from a trace), :mod:`.corpus` (many sentences, here or on
+Ray) and :mod:`.lessons` (what each lesson computes).
 """
 
 from model.errors import ModelLoadError, UnknownWordsError

@@ -343,7 +343,7 @@ class AttentionTrace:
         }
 
     def save(self, path: str | Path) -> Path:
-        """Write the export format of DESIGN.md (an ``.npz`` file) and return its path."""
+        """Write the export format (an ``.npz`` file; docs/export-format.md) and return its path."""
         path = Path(path)
         arrays: dict[str, np.ndarray] = {}
         for axis in self.family.axis_names:

@@ -279,7 +279,7 @@ cluster.shutdown()
 @pytest.mark.slow
 def test_a_ray_client_address_gives_the_same_table_as_this_process(tiny_checkpoints,
                                                                    sentences_file, tmp_path):
-    # the README's --address ray://HOST:10001, against a cluster of its own with a client server
+    # docs/corpus.md's --address ray://HOST:10001, against a cluster of its own with a client server
     pytest.importorskip("ray")
     pytest.importorskip("grpc")
     spec = str(tiny_checkpoints["llama"])
