@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import html
+import itertools
 import json
 import os
 import re
@@ -67,7 +68,7 @@ def figures(at) -> list[dict]:
 def shown(markdown: str) -> str:
     """The text a reader sees of a markdown message: character references and backslash escapes
     decoded (the app writes the punctuation of user text as references, see
-    ``app_pages.frame.common.literal``)."""
+    ``app_pages.frame.markdown.literal``)."""
     unescaped = html.unescape(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown))
     return unescaped.replace("\u2060", "")  # the word joiners that keep URLs from linking
 
@@ -175,12 +176,116 @@ def build_tiny_checkpoints(root: Path) -> dict[str, Path]:
     return paths
 
 
+# --- waiting for a state, never for a fixed time ----------------------------------------------
+
+def until(condition, thread, seconds: float = 60.0) -> None:
+    """Wait until ``condition()`` holds while ``thread`` works towards it: between looks the
+    wait is for ``thread`` to end, so that a thread that ends without reaching the state fails
+    the test at once instead of at the deadline."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert thread.is_alive() or condition(), "the thread ended before the state was reached"
+        assert time.monotonic() < deadline, "timed out"
+        thread.join(0.01)
+
+
 # --- the served app in Chromium ---------------------------------------------------------------
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
+# Each page counts its app's script runs on the app's own websocket (``watch_runs``): a run
+# requested (a BackMsg with ``rerun_script``, field 11, sent) and a run finished (a ForwardMsg
+# with ``script_finished``, field 6, received, other than FINISHED_EARLY_FOR_RERUN = 2: a run
+# stopped for the next one). One sequence numbers both, so "finished after the last request"
+# is exact, however busy the machine.
+RUNS_JS = """
+(() => {
+  if (window.__runs) return;
+  const runs = window.__runs = {seq: 0, requested: 0, finished: 0};
+  const bytes = data => data instanceof ArrayBuffer ? new Uint8Array(data)
+    : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+    : null;
+  // a protobuf message's top-level field, as [number, value of a varint field or null]
+  const field = (b, wanted) => {
+    let i = 0;
+    const varint = () => {
+      let value = 0, scale = 1, byte;
+      do { byte = b[i++]; value += (byte & 0x7f) * scale; scale *= 128; } while (byte & 0x80);
+      return value;
+    };
+    while (i < b.length) {
+      const key = varint(), number = Math.floor(key / 8), wire = key % 8;
+      let value = null;
+      if (wire === 0) value = varint();
+      else if (wire === 1) i += 8;
+      else if (wire === 2) { const length = varint(); i += length; }  // (not i += varint())
+      else if (wire === 5) i += 4;
+      else return null;
+      if (number === wanted) return [number, value];
+    }
+    return null;
+  };
+  const Native = window.WebSocket, send = Native.prototype.send;
+  Native.prototype.send = function (data) {
+    const b = bytes(data);
+    if (b && field(b, 11)) runs.requested = ++runs.seq;
+    return send.call(this, data);
+  };
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', event => {
+        const b = bytes(event.data), finished = b && field(b, 6);
+        if (finished && finished[1] !== 2) runs.finished = ++runs.seq;
+      });
+    }
+  };
+})();
+"""
+# The page is idle after the run it asked for last (and one asked for after ``since``): that run
+# finished, the app shows it (connected, not running, no spinner, no stale element, no element
+# whose code is still loading: a chart is a placeholder until Plotly's code has come), and has
+# shown it for two frames in a row (the app draws what a message says a moment after it comes).
+IDLE_JS = """
+([since, token]) => {
+  const runs = window.__runs, app = document.querySelector('[data-testid="stApp"]');
+  const idle = !!runs && !!app && runs.finished > runs.requested && runs.requested > since
+    && app.dataset.testConnectionState === 'CONNECTED'
+    && app.dataset.testScriptState === 'notRunning'
+    && !document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSpinner"]')
+    && !document.querySelector('[data-testid="stElementContainer"][data-stale="true"], '
+                               + '[data-testid="stElementContainer"] [data-testid="stSkeleton"]');
+  const seen = window.__idle;
+  if (!idle) { window.__idle = null; return false; }
+  if (seen && seen.token === token && seen.seq === runs.seq) return true;
+  window.__idle = {token, seq: runs.seq};
+  return false;
+}
+"""
+# Ready for a screenshot: the web fonts loaded, every chart of the page drawn by Plotly.
+DRAWN_JS = """
+() => document.fonts.status === 'loaded'
+  && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(chart => {
+       const plot = chart.querySelector('.js-plotly-plot');
+       return plot && plot._fullLayout && Array.isArray(plot.data)
+              && plot.querySelector('.main-svg') && !plot._transitioning;
+     })
+"""
+# Bring an element into view at once (no smooth scrolling) and resolve when it has kept its
+# place on the screen for a frame.
+STEADY_JS = """
+element => new Promise(done => {
+  element.scrollIntoView({block: 'center', behavior: 'instant'});
+  let last = null;
+  const look = () => {
+    const r = element.getBoundingClientRect(), now = [r.x, r.y, r.width, r.height].join();
+    if (now === last) done(); else { last = now; requestAnimationFrame(look); }
+  };
+  requestAnimationFrame(look);
+})
+"""
 
 
 def free_port() -> int:
@@ -190,7 +295,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served_app(timeout: float = 90.0) -> Iterator[str]:
+def served_app(timeout: float = 120.0) -> Iterator[str]:
     """Start ``streamlit run app.py`` on a free local port; yield its URL; stop it by pid."""
     port = free_port()
     process = subprocess.Popen(
@@ -208,9 +313,11 @@ def served_app(timeout: float = 90.0) -> Iterator[str]:
                     if response.status == 200:
                         break
             except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
+                if time.monotonic() > deadline:
                     raise RuntimeError("the app did not start") from None
-                time.sleep(0.5)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=0.5)  # between looks: the server may have stopped
+                    raise RuntimeError("the app stopped before it served") from None
         yield url
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -220,10 +327,17 @@ def served_app(timeout: float = 90.0) -> Iterator[str]:
             os.killpg(process.pid, signal.SIGKILL)
 
 
+def watch_runs(page):
+    """Count the app's script runs on ``page`` from its next load on (see ``RUNS_JS``); return
+    the page. ``chromium_page`` does it; a page made otherwise needs it before its ``goto``."""
+    page.add_init_script(RUNS_JS)
+    return page
+
+
 @contextlib.contextmanager
 def chromium_page(width: int = 1280, height: int = 800, color_scheme: str = "light"):
     """A Playwright page in headless Debian Chromium (``color_scheme``: the system's light or
-    dark preference, which Streamlit's default theme follows)."""
+    dark preference, which Streamlit's default theme follows), counting the app's runs."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -231,9 +345,53 @@ def chromium_page(width: int = 1280, height: int = 800, color_scheme: str = "lig
         try:
             page = browser.new_page(viewport={"width": width, "height": height},
                                     color_scheme=color_scheme)
-            yield page
+            yield watch_runs(page)
         finally:
             browser.close()
+
+
+def run_mark(page) -> int:
+    """Where the page's count of runs stands: ``wait_for_run(page, since=mark)`` after an
+    interaction waits for a run that the interaction asked for."""
+    return page.evaluate("() => window.__runs ? window.__runs.seq : 0")
+
+
+_WAITS = itertools.count()  # each wait's own token: two frames in a row of the same wait
+
+
+def wait_for_run(page, since: int = -1, timeout: float = 240_000) -> None:
+    """Until the run the page asked for last is over and shown (with ``since``, a run asked for
+    after that ``run_mark``). A page that was just opened waits for its first run."""
+    page.wait_for_function(IDLE_JS, arg=[since, next(_WAITS)], polling="raf", timeout=timeout)
+
+
+def settled(page, timeout: float = 240_000) -> None:
+    """Ready for a screenshot: the run over, the fonts loaded, every chart drawn."""
+    wait_for_run(page, timeout=timeout)
+    page.wait_for_function(DRAWN_JS, polling="raf", timeout=timeout)
+
+
+def bring_into_view(locator) -> None:
+    """Scroll ``locator`` into the middle of the screen at once and wait until it stays put."""
+    locator.wait_for(timeout=120_000)
+    locator.evaluate(STEADY_JS)
+
+
+def click_for_run(page, click, tries: int = 3) -> None:
+    """Call ``click()`` (a click that asks the app for a run, on a chart or a link) until the
+    page has asked for a run, then wait for that run. A click that lands while the page is
+    redrawn may not take; it is tried again, and a click that never asks fails."""
+    for _attempt in range(tries):
+        mark = run_mark(page)
+        click()
+        try:
+            page.wait_for_function("mark => window.__runs.requested > mark", arg=mark,
+                                   timeout=30_000)
+        except Exception:  # the click did not take
+            continue
+        wait_for_run(page, since=mark)
+        return
+    raise AssertionError(f"the click asked for no run after {tries} tries")
 
 
 def choose_model(page, spec: str) -> None:
@@ -241,51 +399,48 @@ def choose_model(page, spec: str) -> None:
     choose(page, "Model", spec)
 
 
+SHOWS_JS = """([label, option]) => [...document.querySelectorAll('[role="combobox"]')]
+    .some(b => b.getAttribute('aria-label') === label
+          && (b.value === option
+              || b.closest('[data-baseweb="select"]')?.innerText.trim() === option))"""
+
+
 def choose(page, label: str, option: str) -> None:
-    """Choose ``option`` in the select box labelled ``label``, and check that the box shows it:
-    a click that lands while the page is redrawn can leave the menu open and the value as it
-    was, so the choice is tried again until the box shows the option."""
+    """Choose ``option`` in the select box labelled ``label`` once the page is idle; return when
+    the box shows it and the app was asked to run with it. A click that lands while the page is
+    redrawn can leave the menu open and the value as it was, so the choice is tried again until
+    the box shows the option. (A box that shows it already is left alone: choosing it again
+    would ask for no run.)"""
     box = page.get_by_role("combobox", name=label, exact=True).first
     box.wait_for(timeout=120_000)  # a loaded machine may still be drawing the page
+    wait_for_run(page)
+    if page.evaluate(SHOWS_JS, [label, option]):
+        return
     found = page.get_by_role("option", name=option, exact=True)
     for _attempt in range(4):
         # a box low in a long sidebar is scrolled to first: a click while it scrolls only
         # focuses it, and the menu stays closed
-        box.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
+        bring_into_view(box)
+        mark = run_mark(page)
         box.click()
         try:
-            found.wait_for(timeout=5_000)
+            found.wait_for(timeout=30_000)
             found.click()
         except Exception:  # the menu did not open, or it closed under the pointer
             page.keyboard.press("Escape")
             continue
-        page.wait_for_timeout(500)
         try:
             page.wait_for_function(
-                """([label, option]) => [...document.querySelectorAll('[role="combobox"]')]
-                    .some(b => b.getAttribute('aria-label') === label
-                          && (b.value === option
-                              || b.closest('[data-baseweb="select"]')?.innerText.trim()
-                                 === option))""",
-                arg=[label, option], timeout=5_000)
+                f"([label, option, mark]) => ({SHOWS_JS})([label, option])"
+                " && window.__runs.requested > mark",
+                arg=[label, option, mark], timeout=30_000)
             return
         except Exception:  # the click did not take: close the menu, and try again
             page.keyboard.press("Escape")
+            wait_for_run(page)
     raise AssertionError(f"{label!r} does not show {option!r} after four tries")
 
 
 def selected(page, label: str) -> str:
     """What the select box labelled ``label`` shows."""
     return page.get_by_role("combobox", name=label, exact=True).first.input_value()
-
-
-def wait_for_run(page) -> None:
-    """Until the page's run is over: no running status and no spinner (a model loading), twice
-    in a row (a new page's run may start a moment after the click)."""
-    idle = ("!document.querySelector('[data-testid=\"stStatusWidget\"]')"
-            " && !document.querySelector('[data-testid=\"stSpinner\"]')")
-    for _ in range(2):
-        page.wait_for_timeout(700)
-        page.wait_for_function(idle, timeout=240_000)
-    page.wait_for_timeout(1000)

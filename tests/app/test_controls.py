@@ -1,6 +1,6 @@
-"""Issue 9, the first five minutes: controls that survive their options changing, examples that
-work, a landing, charts for both themes, long inputs, one convention for decoder rows, and
-warnings where a tokenizer loses the input."""
+"""Controls that survive their options changing, examples that work, a landing, charts for both
+themes, long inputs, one convention for decoder rows, and warnings where a tokenizer loses the
+input."""
 
 from __future__ import annotations
 
@@ -9,34 +9,45 @@ import pytest
 
 from tests.helpers import app_test, messages, page_script, shown
 
-# Widgets whose options depend on the model, the text or the step, with a value out of range.
+# Widgets whose options depend on the model, the text or the step, with a value out of range,
+# and the value each falls back to (own-random on the seed sentence: 6 layers of 8 heads, 6
+# tokens; Translate: own-translator, 3 decoder layers, 6 steps): a select box its first option
+# (Translate's layer its last), a slider the nearest end, a multiselect what it still offers or
+# its default, a span its default. A window slider is drawn only for long inputs: the seed
+# sentence shows every token and leaves the value unread.
 STALE = [
-    ("explore", "kind", "encoder.cross"), ("explore", "layer", 9), ("explore", "head", 11),
-    ("head_view", "hv_layer", 9), ("head_view", "hv_heads", [0, 12]),
-    ("head_view", "hv_focus", 40), ("head_view", "hv_window", 500),
-    ("mask", "mask_layer", 9), ("mask", "mask_head", 9), ("mask", "mask_window", 100),
-    ("rollout", "ro_layer", 9), ("model_view", "mv_kind", "x"),
-    ("stats", "st_metric", "nope"), ("stats", "agg_layers", [7]), ("stats", "agg_heads", [70]),
-    ("stats", "span_q", (0, 99)), ("stats", "span_k", 3),
-    ("translate", "step", 99), ("translate", "dec_layer", 7), ("translate", "dec_head", 9),
-    ("translate", "example", "zzz"), ("positions", "pe_positions", 1000),
-    ("positions", "pe_d_model", 7),
+    ("explore", "kind", "encoder.cross", "encoder.self"), ("explore", "layer", 9, 0),
+    ("explore", "head", 11, 0),
+    ("head_view", "hv_layer", 9, 0), ("head_view", "hv_heads", [0, 12], [0]),
+    ("head_view", "hv_focus", 40, None), ("head_view", "hv_window", 500, 500),
+    ("mask", "mask_layer", 9, 0), ("mask", "mask_head", 9, 0),
+    ("mask", "mask_window", 100, 100),
+    ("rollout", "ro_layer", 9, 5), ("model_view", "mv_kind", "x", "encoder.self"),
+    ("stats", "st_metric", "nope", "entropy"), ("stats", "agg_layers", [7], [5]),
+    ("stats", "agg_heads", [70], list(range(8))),
+    ("stats", "span_q", (0, 99), (3, 6)), ("stats", "span_k", 3, (0, 3)),
+    ("translate", "step", 99, 6), ("translate", "dec_layer", 7, 2),
+    ("translate", "dec_head", 9, "average"),
+    ("translate", "example", "zzz", "The cat sat on the mat"),
+    ("positions", "pe_positions", 1000, 256), ("positions", "pe_d_model", 7, 128),
 ]
 
 
-@pytest.mark.parametrize("page, key, value", STALE)
-def test_a_remembered_value_out_of_the_new_range_falls_back_to_a_valid_one(page, key, value):
+@pytest.mark.parametrize("page, key, value, fallback", STALE)
+def test_a_remembered_value_out_of_the_new_range_falls_back_to_its_default_or_nearest(
+        page, key, value, fallback):
     """Every model-, text- or step-dependent widget, given a value its options lack.
 
     The value is set while another page shows, as a browser holding an old value sends it
-    back later. Without the fix the slider cases raise (StreamlitValueAboveMaxError); AppTest
+    back later. Unclamped, the slider cases would raise (StreamlitValueAboveMaxError); AppTest
     itself resets select boxes, so their stale display in a browser is reproduced by
-    test_browser.py::test_after_switching_models_the_selectors_show_what_the_page_draws."""
+    tests/browser/test_explore.py::test_after_switching_models_the_selectors_show_what_the_page_draws."""
     at = app_test("shapes" if page == "positions" else "positions", model_choice="own-random")
     at.session_state[key] = value
     at.switch_page(page_script(page)).run()
     assert not at.exception, at.exception[0].value
     assert at.get("plotly_chart")
+    assert at.session_state[key] == fallback
 
 
 def test_multiselects_keep_what_is_still_offered_or_fall_back_to_their_default():
@@ -57,8 +68,8 @@ def test_multiselects_keep_what_is_still_offered_or_fall_back_to_their_default()
 
 
 def test_switching_to_a_model_with_fewer_heads_keeps_explore_on_a_head_it_has():
-    """AppTest resets the select boxes by itself (this passes without the fix too); the browser
-    test reproduces the stale display."""
+    """AppTest resets the select boxes by itself (this holds even without the fallback); the
+    browser test reproduces the stale display."""
     at = app_test("explore", model_choice="own-random")
     at.selectbox(key="kind").set_value("decoder.cross").run()
     at.selectbox(key="layer").set_value(5).run()
@@ -67,8 +78,8 @@ def test_switching_to_a_model_with_fewer_heads_keeps_explore_on_a_head_it_has():
     at.selectbox(key="model_choice").set_value("own-translator").run()
     at.switch_page("app_pages/views/explore.py").run()
     assert not at.exception
-    assert at.selectbox(key="layer").value in range(3)
-    assert at.selectbox(key="head").value in range(4)
+    assert (at.selectbox(key="kind").value, at.selectbox(key="layer").value,
+            at.selectbox(key="head").value) == ("encoder.self", 0, 0)
 
 
 def test_a_step_past_the_end_of_a_shorter_translation_falls_back():
@@ -79,7 +90,7 @@ def test_a_step_past_the_end_of_a_shorter_translation_falls_back():
     at.slider(key="step").set_value(9).run()
     at.selectbox(key="example").set_value("The cat sat on the mat").run()
     assert not at.exception
-    assert 1 <= at.slider(key="step").value <= 6
+    assert at.slider(key="step").value == 6  # the last step of 猫 坐 在 垫子 上 <eos>
 
 
 def test_choosing_an_example_translates_it():
@@ -90,7 +101,8 @@ def test_choosing_an_example_translates_it():
     assert any(m.value == "### 小 狗 昨天 睡 在 桌子 下" for m in at.markdown)
     at.text_input(key="translate_text").set_value("The cat sat on the mat").run()
     assert any(m.value == "### 猫 坐 在 垫子 上" for m in at.markdown)
-    assert np.isfinite(at.slider(key="step").value)
+    # a translation of another length is a new stepper: it starts at the first step
+    assert at.slider(key="step").value == 1
 
 
 def test_decoder_rows_are_the_word_written_on_explore_and_translate_alike():
@@ -119,8 +131,8 @@ LONG = " ".join(f"w{i % 97}" for i in range(275))  # 275 words, each own-random'
 
 def test_a_long_input_is_fitted_and_its_labels_thinned_to_what_fits():
     from tests.helpers import figures
-    from viz.heatmap import PLOT_WIDTH_PX
     from viz.labels import labels_that_fit
+    from viz.sizes import SCREEN_PLOT_PX
 
     at = app_test("explore", model_choice="own-random", text=LONG)
     assert not at.exception
@@ -128,7 +140,7 @@ def test_a_long_input_is_fitted_and_its_labels_thinned_to_what_fits():
     assert heatmap["layout"]["coloraxis"]["cmax"] < 1  # fitted by default above 32 tokens
     assert any("fitted to this layer" in c.value for c in at.caption)
     x_labels = heatmap["layout"]["xaxis"]["ticktext"]
-    assert 10 <= len(x_labels) <= labels_that_fit(PLOT_WIDTH_PX)
+    assert 10 <= len(x_labels) <= labels_that_fit(SCREEN_PLOT_PX)
     at.radio(key="colour_scale").set_value("full").run()
     assert figures(at)[0]["layout"]["coloraxis"]["cmax"] == 1
 

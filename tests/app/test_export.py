@@ -120,7 +120,7 @@ def test_a_download_is_made_in_the_language_of_the_page_that_offered_it():
 
     import i18n
     import viz
-    from app_pages.frame.common import export_files
+    from app_pages.frame.charts import export_files
 
     figure = viz.distribution_bars(np.array([0.2, 0.8]), ["猫", "坐"])
     with i18n.use("zh"):

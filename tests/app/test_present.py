@@ -10,6 +10,7 @@ import pytest
 import viz
 from tests.helpers import ROOT, figures
 from viz import present
+from viz.sizes import PROJECTOR_PLOT_PX
 
 
 def _heatmap(tokens):
@@ -36,7 +37,7 @@ def test_long_axes_are_slanted_and_thinned_so_that_large_labels_never_overlap():
     x = fig.layout.xaxis
     assert x.tickangle == present.SLANT
     per_label = present.TICK_PX * present.LINE / np.sin(np.radians(-present.SLANT))
-    assert len(x.ticktext) * per_label <= present.PLOT_WIDTH_PX
+    assert len(x.ticktext) * per_label <= PROJECTOR_PLOT_PX
     assert fig.data[0].texttemplate is None  # 120 tokens: no values in the cells
     # the labels kept are the original ones, at their positions
     original = _heatmap(tokens).layout.xaxis
@@ -46,7 +47,7 @@ def test_long_axes_are_slanted_and_thinned_so_that_large_labels_never_overlap():
 def test_a_chart_in_half_the_width_keeps_its_labels_apart():
     tokens = ["The", "cat", "sat", "on", "the", "mat", "because", "it", "was", "tired"] * 3
     full = present.for_projector(_heatmap(tokens))
-    half = present.for_projector(_heatmap(tokens), width_px=present.PLOT_WIDTH_PX / 2)
+    half = present.for_projector(_heatmap(tokens), width_px=PROJECTOR_PLOT_PX / 2)
     assert len(half.layout.xaxis.ticktext) < len(full.layout.xaxis.ticktext)
 
 

@@ -13,10 +13,10 @@ import time
 import numpy as np
 import pytest
 
-from app_pages.cache.getters import Cancelled, SharedCache, Slots
+from app_pages.cache.shared import Cancelled, SharedCache, Slots
 from model.corpus.engine import corpus_table
 from model.corpus.statistics import MAX_PATTERN, Span, matches
-from tests.helpers import app_test, figures, messages, plotly_array, tiny_own_model
+from tests.helpers import app_test, figures, messages, plotly_array, tiny_own_model, until
 from viz.pooling import pool_weights
 
 EVIL = "(a+)+$"  # backtracks exponentially under Python's re on a run of a's and a b
@@ -115,7 +115,7 @@ def test_compare_draws_long_sentences_in_blocks_and_every_figure_stays_small():
 
 
 def test_a_chart_over_the_bound_is_refused_with_a_message(monkeypatch):
-    import app_pages.frame.common as common
+    import app_pages.frame.charts as common
 
     monkeypatch.setattr(common, "MAX_FIGURE_BYTES", 1_000)
     at = app_test("compare")
@@ -129,7 +129,7 @@ def test_a_chart_over_the_bound_is_refused_with_a_message(monkeypatch):
 @pytest.fixture
 def sessions(monkeypatch):
     """Threads ask for slots as the session this dict names for them (else none)."""
-    import app_pages.cache.getters as cache
+    import app_pages.cache.shared as cache
 
     names: dict[int, str] = {}
     monkeypatch.setattr(cache, "session_id", lambda: names.get(threading.get_ident()))
@@ -156,19 +156,11 @@ def test_a_session_gets_one_slot_and_waits_behind_others_for_a_second():
                                  ("c", "C", lambda: "c" in order)):
         threads.append(threading.Thread(target=use, args=(name, owner)))
         threads[-1].start()
-        _until(arrived)
+        until(arrived, threads[-1])
     release.set()
     for thread in (first, *threads):
         thread.join(10)
     assert order == ["a1", "b", "c", "a2"]
-
-
-def _until(condition, seconds: float = 10.0) -> None:
-    """Wait until ``condition()`` holds (a thread reached the state a test needs)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def test_a_request_waiting_for_a_slot_is_told_how_many_are_ahead():
@@ -185,7 +177,7 @@ def test_a_request_waiting_for_a_slot_is_told_how_many_are_ahead():
     held.wait(5)
     second = threading.Thread(target=lambda: slots.hold("B").__enter__(), daemon=True)
     second.start()
-    _until(lambda: slots.queued == 1)  # B waits
+    until(lambda: slots.queued == 1, second)  # B waits
 
     def waiting(ahead: int):
         seen.append(ahead)
@@ -232,7 +224,7 @@ def test_a_short_request_is_served_within_a_second_while_two_corpus_runs_go_on(s
 
 
 def test_a_run_whose_session_has_gone_stops_at_its_next_batch(sessions, monkeypatch):
-    import app_pages.cache.getters as cache_module
+    import app_pages.cache.shared as cache_module
 
     cache = SharedCache(1 << 30, workers=2)
     tiny = tiny_own_model("decoder-only")
@@ -410,7 +402,7 @@ def test_a_waiter_on_a_run_its_session_stopped_computes_the_result_itself(stoppe
     result = []
     waiter = threading.Thread(target=lambda: result.append(cache.get("k", lambda: 7)))
     waiter.start()
-    _until(lambda: cache._running["k"].waiters == 1)  # it waits for the run that will stop
+    until(lambda: cache._running["k"].waiters == 1, waiter)  # it waits for the run that will stop
     finish.set()
     waiter.join(5)
     leaver.join(5)

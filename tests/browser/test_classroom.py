@@ -12,7 +12,17 @@ import pytest
 
 import i18n
 from tests.browser.test_screenshots import OVERLAPS_JS
-from tests.helpers import CHROMIUM, ROOT, choose, chromium_page, served_app, wait_for_run
+from tests.helpers import (
+    CHROMIUM,
+    ROOT,
+    choose,
+    chromium_page,
+    click_for_run,
+    served_app,
+    settled,
+    wait_for_run,
+    watch_runs,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -42,7 +52,7 @@ FIRST_CHART_JS = """
 def _open(page, url: str) -> None:
     page.goto(url, wait_until="networkidle")
     page.wait_for_selector("[data-testid='stMain']", timeout=120_000)
-    wait_for_run(page)
+    settled(page)
 
 
 @pytest.mark.parametrize("model, text, present", [
@@ -94,10 +104,9 @@ def test_a_link_reopens_the_same_head_in_a_fresh_browser():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             first = browser.new_context(viewport={"width": 1920, "height": 1080})
-            page = first.new_page()
+            page = watch_runs(first.new_page())
             _open(page, f"{url}/explore")
-            page.get_by_text("中文", exact=True).click()
-            wait_for_run(page)
+            click_for_run(page, page.get_by_text("中文", exact=True).click)
             _choose(page, "模型", "smollm2")
             box = page.get_by_label("文本", exact=True)
             box.fill(text)
@@ -115,11 +124,11 @@ def test_a_link_reopens_the_same_head_in_a_fresh_browser():
             first.close()
 
             fresh = browser.new_context(viewport={"width": 1920, "height": 1080})
-            page = fresh.new_page()
+            page = watch_runs(fresh.new_page())
             _open(page, link)
-            # a loaded machine may start the fresh session's run after wait_for_run looked
+            # the heatmap the comparison below reads
             page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
-            wait_for_run(page)
+            settled(page)
             again = page.evaluate(FIRST_CHART_JS)
             assert again == shown
             assert "7" in again["title"] and "4" in again["title"]

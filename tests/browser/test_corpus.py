@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import chromium_page, selected, served_app, wait_for_run
+from tests.helpers import (
+    bring_into_view,
+    chromium_page,
+    click_for_run,
+    selected,
+    served_app,
+    settled,
+    wait_for_run,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -30,10 +38,10 @@ def test_a_batch_uploaded_in_chromium_is_drawn_and_a_row_opens_in_explore(
         wait_for_run(page)
         page.get_by_test_id("stMain").locator("input[type='file']").set_input_files(str(upload))
         run = page.get_by_role("button", name="Run 30 sentences")
-        run.wait_for(timeout=60_000)
+        run.wait_for(timeout=120_000)
         run.click()
         page.locator(".js-plotly-plot .heatmaplayer").first.wait_for(timeout=240_000)
-        wait_for_run(page)
+        settled(page)
         main = page.inner_text("[data-testid='stMain']")
         assert "30 of 30 sentences ran on own-translator" in main
         assert not page.query_selector("[data-testid='stException']")
@@ -43,20 +51,21 @@ def test_a_batch_uploaded_in_chromium_is_drawn_and_a_row_opens_in_explore(
                         full_page=True)
 
         grid = page.get_by_test_id("stDataFrame").last
-        grid.scroll_into_view_if_needed()
+        bring_into_view(grid)
         box = grid.bounding_box()
-        # the table's first row, on its row-selection column (the canvas's left edge)
-        page.mouse.click(box["x"] + 12, box["y"] + 35 + 35 // 2 + 35 * 2)
+        # the table's third row, on its row-selection column (the canvas's left edge)
+        click_for_run(page, lambda: page.mouse.click(box["x"] + 12,
+                                                     box["y"] + 35 + 35 // 2 + 35 * 2))
         opened = page.get_by_role("button", name="Open sentence 3")
         try:
-            opened.wait_for(timeout=60_000)
+            opened.wait_for(timeout=120_000)
         except Exception:
             page.screenshot(path=str(SHOTS / "corpus-row-not-selected.png"), full_page=True)
             raise
         assert selected(page, "View") == "Explore"
-        opened.click()
+        click_for_run(page, opened.click)
         page.get_by_role("heading", name="Explore attention").wait_for(timeout=120_000)
-        wait_for_run(page)
+        settled(page)
         assert page.get_by_label("Text", exact=True).input_value() == SENTENCES[2]
         ticks = " ".join(page.locator(".js-plotly-plot").first.locator(
             ".xtick text").all_text_contents())

@@ -13,11 +13,14 @@ import pytest
 from tests.helpers import (
     CHROMIUM,
     ROOT,
+    bring_into_view,
     choose,
     choose_model,
     chromium_page,
+    click_for_run,
     selected,
     served_app,
+    settled,
     wait_for_run,
 )
 
@@ -34,7 +37,7 @@ def test_explore_page_shows_the_seed_sentence_heatmap_with_six_distinct_labels()
     with served_app() as url, chromium_page() as page:
         page.goto(f"{url}/explore", wait_until="networkidle")
         page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
-        page.wait_for_timeout(1500)
+        settled(page)
         first_plot = page.locator(".js-plotly-plot").first
         labels = first_plot.locator(".xtick text").all_text_contents()
         assert labels == ["The", "cat", "sat", "on", "the", "mat"]
@@ -43,8 +46,7 @@ def test_explore_page_shows_the_seed_sentence_heatmap_with_six_distinct_labels()
         box = first_plot.bounding_box()
         assert box["width"] > 300 and box["height"] > 300
         page.screenshot(path=str(SHOTS / "explore.png"))
-        page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()
-        page.wait_for_timeout(500)
+        bring_into_view(page.locator(".js-plotly-plot").nth(1))
         page.screenshot(path=str(SHOTS / "explore-grid.png"))
 
 
@@ -54,18 +56,16 @@ def test_translate_page_shows_translation_and_four_readable_figures():
         page.goto(f"{url}/translate", wait_until="networkidle")
         page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
                                timeout=120_000)
-        page.wait_for_timeout(1500)
+        settled(page)
         assert page.get_by_text("猫 坐 在 垫子 上").count() >= 1
         assert page.locator("[data-testid='stException']").count() == 0
         cross = page.locator(".js-plotly-plot").nth(1)
         assert cross.locator(".ytick text").all_text_contents() == [
             "The", "cat", "sat", "on", "the", "mat"]
         page.screenshot(path=str(SHOTS / "translate.png"))
-        page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()
-        page.wait_for_timeout(500)
+        bring_into_view(page.locator(".js-plotly-plot").nth(1))
         page.screenshot(path=str(SHOTS / "translate-middle.png"))
-        page.locator(".js-plotly-plot").nth(3).scroll_into_view_if_needed()
-        page.wait_for_timeout(500)
+        bring_into_view(page.locator(".js-plotly-plot").nth(3))
         page.screenshot(path=str(SHOTS / "translate-bottom.png"))
 
 
@@ -82,7 +82,7 @@ def test_a_deep_link_on_a_fresh_server_runs_inside_the_apps_frame():
 
 def _plot_area(page, index: int = 0):
     page.wait_for_selector(".js-plotly-plot .nsewdrag", timeout=120_000)
-    page.wait_for_timeout(1500)
+    settled(page)  # drawn where it stays: the click lands on the cell it aims at
     return page.locator(".js-plotly-plot .nsewdrag").nth(index).bounding_box()
 
 
@@ -93,13 +93,11 @@ def test_clicking_a_model_view_tile_opens_that_head_in_explore():
         # own-translator's encoder: 3 layers × 4 heads of 6×6 cells with 1-cell gaps
         x = box["x"] + box["width"] * (2 * 7 + 2.5) / 28
         y = box["y"] + box["height"] * (1 * 7 + 2.5) / 21
-        page.mouse.move(x, y)
-        page.wait_for_timeout(300)
-        page.mouse.click(x, y)
-        page.get_by_text("encoder.self · layer 1 · head 2").wait_for(timeout=60_000)
+        click_for_run(page, lambda: (page.mouse.move(x, y), page.mouse.click(x, y)))
+        page.get_by_text("encoder.self · layer 1 · head 2").wait_for(timeout=120_000)
         assert urlsplit(page.url).path.endswith("/explore")  # (the query holds the view)
-        page.get_by_test_id("stSidebarNav").get_by_text("Model view", exact=True).click()
-        page.wait_for_timeout(3000)
+        nav = page.get_by_test_id("stSidebarNav").get_by_text("Model view", exact=True)
+        click_for_run(page, nav.click)  # the run the page switch asked for, and any it led to
         assert urlsplit(page.url).path.endswith("/model_view")  # the old click does not fire again
 
 
@@ -110,9 +108,8 @@ def test_clicking_a_token_in_the_head_view_isolates_its_lines():
         traces = page.locator(".js-plotly-plot .scatterlayer .trace")
         token = traces.nth(traces.count() - 2).locator(".point").nth(2)  # the left column
         box = token.bounding_box()
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        page.wait_for_timeout(300)
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        click_for_run(page, lambda: (page.mouse.move(x, y), page.mouse.click(x, y)))
         focus = page.locator("input[aria-label='Focus on one token']")
         page.wait_for_function(
             "() => document.querySelector(\"input[aria-label='Focus on one token']\")"
@@ -143,7 +140,7 @@ def test_an_uploaded_text_file_is_analysed(tmp_path):
 
 
 def test_after_switching_models_the_selectors_show_what_the_page_draws():
-    """Issue 9: smollm2's head 8 and "K/V head" labels stayed on screen after switching to a
+    """Once, smollm2's head 8 and "K/V head" labels stayed on screen after switching to a
     model with fewer heads, while the page drew another head."""
     with served_app() as url, chromium_page() as page:
         page.goto(f"{url}/explore", wait_until="networkidle")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import chromium_page, served_app, wait_for_run
+from tests.helpers import chromium_page, click_for_run, run_mark, served_app, wait_for_run
 
 pytestmark = pytest.mark.slow
 
@@ -15,8 +15,15 @@ PASTED = "the cat sat on the mat\nthe dog sat on the sofa\nthe bird sat on the b
 
 def _go(page, title: str) -> None:
     """Open another page from the sidebar's navigation."""
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).first.click()
-    wait_for_run(page)
+    click_for_run(page, page.get_by_test_id("stSidebarNav").get_by_role(
+        "link", name=title).first.click)
+
+
+def _submit(page, box, keys: str) -> None:
+    """Press ``keys`` in ``box`` (Enter, Control+Enter: the text is sent) and wait for the run."""
+    mark = run_mark(page)
+    box.press(keys)
+    wait_for_run(page, since=mark)
 
 
 def _main(page) -> str:
@@ -29,8 +36,7 @@ def test_compare_and_corpus_keep_their_work_over_navigation_and_a_reload():
         wait_for_run(page)
         box = page.get_by_label("Sentence A", exact=True)
         box.fill(PAIR_A)
-        box.press("Enter")
-        wait_for_run(page)
+        _submit(page, box, "Enter")
         page.wait_for_function("() => location.search.includes('a=the+dog')", timeout=60_000)
 
         _go(page, "Explore")
@@ -43,8 +49,7 @@ def test_compare_and_corpus_keep_their_work_over_navigation_and_a_reload():
         _go(page, "Corpus")
         pasted = page.get_by_label("…or paste sentences, one per line", exact=True)
         pasted.fill(PASTED)
-        pasted.press("Control+Enter")
-        wait_for_run(page)
+        _submit(page, pasted, "Control+Enter")
         page.get_by_role("button", name="Run 3 sentences").click()
         page.locator(".js-plotly-plot .heatmaplayer").first.wait_for(timeout=240_000)
         wait_for_run(page)

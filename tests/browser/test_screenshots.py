@@ -12,9 +12,12 @@ import pytest
 from tests.helpers import (
     CHROMIUM,
     ROOT,
+    bring_into_view,
     choose_model,
     chromium_page,
+    click_for_run,
     served_app,
+    settled,
     wait_for_run,
 )
 
@@ -60,8 +63,9 @@ def test_every_view_renders_readably(spec):
         choose_model(page, spec)
         wait_for_run(page)
         for view in VIEWS:
-            page.get_by_test_id("stSidebarNav").get_by_text(view, exact=True).click()
-            wait_for_run(page)
+            click_for_run(page, page.get_by_test_id("stSidebarNav").get_by_text(
+                view, exact=True).click)
+            settled(page)
             assert page.locator("[data-testid='stException']").count() == 0, view
             assert page.locator(".js-plotly-plot").count() >= 1, view
             overlaps = page.evaluate(OVERLAPS_JS)
@@ -70,8 +74,7 @@ def test_every_view_renders_readably(spec):
             page.screenshot(path=str(SHOTS / f"{spec}-{slug}.png"))
             plots = page.locator(".js-plotly-plot")
             if plots.count() > 1:
-                plots.nth(1).scroll_into_view_if_needed()
-                page.wait_for_timeout(400)
+                bring_into_view(plots.nth(1))
                 page.screenshot(path=str(SHOTS / f"{spec}-{slug}-2.png"))
 
 
@@ -85,23 +88,23 @@ def _plot_background_is_transparent(page) -> bool:
                     || getComputedStyle(r).fillOpacity === '0')""")
 
 
-def test_first_minutes_landing_dark_theme_and_a_long_input():
-    """Issue 9's screenshots: the landing at 1920×1080, Explore in the dark theme, and a
-    275-token paragraph on Explore and the head view (smollm2), with no overlapping labels."""
+def test_the_landing_the_dark_theme_and_a_long_input_render_readably():
+    """Screenshots of the landing at 1920×1080, Explore in the dark theme, and a 275-token
+    paragraph on Explore and the head view (smollm2), with no overlapping labels."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     with served_app() as url:
         with chromium_page(1920, 1080) as page:
             page.goto(url, wait_until="networkidle")
             page.wait_for_selector(".js-plotly-plot .ytick text", timeout=120_000)
-            wait_for_run(page)
-            page.get_by_text("Watch a translation").first.wait_for()
+            settled(page)
+            page.get_by_text("Watch a translation").first.wait_for(timeout=120_000)
             assert page.locator("[data-testid='stException']").count() == 0
             assert not page.evaluate(OVERLAPS_JS)
             page.screenshot(path=str(SHOTS / "landing-1920.png"))
         with chromium_page(1280, 900, color_scheme="dark") as page:
             page.goto(f"{url}/explore", wait_until="networkidle")
             page.wait_for_selector(".js-plotly-plot .xtick text", timeout=120_000)
-            wait_for_run(page)
+            settled(page)
             background = page.evaluate("getComputedStyle(document.querySelector("
                                        "'[data-testid=\"stApp\"]')).backgroundColor")
             assert background != "rgb(255, 255, 255)"  # the dark theme is on
@@ -118,16 +121,16 @@ def test_first_minutes_landing_dark_theme_and_a_long_input():
             page.wait_for_function(
                 "document.querySelectorAll('.js-plotly-plot .xtick text').length > 10",
                 timeout=240_000)
-            wait_for_run(page)
+            settled(page)
             fitted = page.get_by_text("Colours fitted to this layer").first.text_content()
             assert "first token, 1.000" not in fitted  # not swamped by the first row or sink
             assert not page.evaluate(OVERLAPS_JS)
             page.screenshot(path=str(SHOTS / "long-explore.png"))
-            page.get_by_test_id("stSidebarNav").get_by_text("Head view", exact=True).click()
-            wait_for_run(page)
+            click_for_run(page, page.get_by_test_id("stSidebarNav").get_by_text(
+                "Head view", exact=True).click)
+            settled(page)
             assert page.locator("[data-testid='stException']").count() == 0
             plot = page.locator(".js-plotly-plot").first
-            plot.scroll_into_view_if_needed()
-            page.wait_for_timeout(500)
+            bring_into_view(plot)
             assert plot.bounding_box()["height"] <= 920
             page.screenshot(path=str(SHOTS / "long-head-view.png"))

@@ -72,7 +72,7 @@ def test_index_out_of_range_names_the_valid_range(decoder_trace, method, argumen
         _call(method, decoder_trace, argument, value)
 
 
-def test_out_of_range_stays_a_value_error_as_before(decoder_trace):
+def test_an_index_out_of_range_is_also_a_value_error(decoder_trace):
     with pytest.raises(ValueError, match=r"layer 99 is out of range 0\.\.1 \(decoder.self has 2"):
         decoder_trace.mask("decoder.self", 99)
     with pytest.raises(ValueError, match=r"head 4 is out of range 0\.\.3"):
