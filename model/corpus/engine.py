@@ -254,7 +254,7 @@ def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, wor
         check_address(address)  # an address that cannot answer fails now, not after retries
         kwargs = {"address": address} if address else {}
         if address:  # a remote cluster: send this package (and its catalog) with the work
-            root = Path(__file__).resolve().parent
+            root = Path(__file__).resolve().parents[1]  # the model package
             kwargs["runtime_env"] = {"py_modules": [str(root), str(root.parent / "i18n")]}
         ray.init(log_to_driver=False, logging_level=logging.WARNING, **kwargs)
     from ray.util.client import ray as client
