@@ -4,10 +4,12 @@ number formatter of the pages and the lessons.
 - :func:`number`: as a lesson writes it, ``0.7``, ``-3``, or a fixed number of places;
 - :func:`significant`: a few significant digits, no exponent (``0.000033``);
 - :func:`byte_size`: bytes in B, KB, MB or GB (1,024 each);
+- :func:`thousands`: a whole number with separators (``12,288``);
 - :func:`count`: a count, in powers of ten from a million on (``1.34 × 10⁹``);
 - :func:`tiny`: a number near 0 in powers of ten (``6.0 × 10⁻⁸``, no letter e, which reads as
   English in 中文);
-- :func:`exponential`: eˣ as a lesson writes it (``2981``, ``0.05``, ``1.00e+07``).
+- :func:`exponential`: eˣ as a lesson writes it (``2981``, ``0.05``, ``1.00e+07``);
+- :func:`rough_size`: memory as the server's messages give it (``1.5 GB``, ``51 MB``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ def count(value: int) -> str:
     return f"{value / 10 ** exponent:.2f} × 10{superscript(exponent)}"
 
 
+def thousands(value) -> str:
+    """A whole number with thousands separators (``12,288``); anything else as it is."""
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
 def tiny(value: float) -> str:
     """A number near 0 as ``6.0 × 10⁻⁸`` (no letter e, which reads as English in 中文)."""
     if value == 0:
@@ -72,3 +79,10 @@ def exponential(x: float) -> str:
     if x == 0 or x >= 1e6 or x < 0.01:
         return f"{x:.2e}"
     return f"{x:.0f}" if x >= 100 else f"{x:.2f}"
+
+
+def rough_size(n_bytes: float) -> str:
+    """``n_bytes`` for people: ``"1.5 GB"``, ``"51 MB"``."""
+    if n_bytes >= 1024 ** 3:
+        return f"{n_bytes / 1024 ** 3:.1f} GB"
+    return f"{max(1, round(n_bytes / 1024 ** 2))} MB"

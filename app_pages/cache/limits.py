@@ -19,6 +19,7 @@ from model.budget import Lengths
 from model.errors import ModelLoadError
 from model.meta import Family
 from model.policy import GB, env_number
+from viz.numbers import rough_size
 
 
 @dataclass(frozen=True)
@@ -116,16 +117,9 @@ def check_request(loaded, n: Lengths, limit_bytes: int) -> None:
         message = _("this text is {source:,} source and {target:,} target tokens, which needs "
                     "about {needed}; on this server {model} ({device}) traces at most {budget:,} "
                     "tokens at a time (a limit of {limit} per request). Shorten the text.")
-    raise BudgetError(message.format(source=n.source, target=n.target, needed=size(needed),
+    raise BudgetError(message.format(source=n.source, target=n.target, needed=rough_size(needed),
                                      model=loaded.name, device=loaded.device, budget=budget,
-                                     limit=size(limit_bytes)))
-
-
-def size(n_bytes: float) -> str:
-    """``n_bytes`` for people: ``"1.5 GB"``, ``"51 MB"``."""
-    if n_bytes >= 1024 ** 3:
-        return f"{n_bytes / 1024 ** 3:.1f} GB"
-    return f"{max(1, round(n_bytes / 1024 ** 2))} MB"
+                                     limit=rough_size(limit_bytes)))
 
 
 def check_analysis(n_tokens: int, limit_tokens: int, what: str) -> None:

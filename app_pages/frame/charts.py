@@ -10,11 +10,11 @@ import plotly.io
 import streamlit as st
 
 import i18n
-from app_pages.cache.limits import size
 from app_pages.frame.settings import presenting
 from i18n import _
 from model.budget import FIGURE_BYTES
 from viz import export, present
+from viz.numbers import rough_size
 from viz.sizes import PROJECTOR_PLOT_PX
 
 # Plotly's toolbar, kept to what a reader uses, so that it covers less of a chart's top edge;
@@ -103,7 +103,8 @@ def chart(figure, *, key: str, container=st, name: tuple = (),
     if sent > MAX_FIGURE_BYTES:  # refused here: Streamlit would show its raw size error
         container.warning(_("This chart would send {size} to the browser; this server sends "
                             "at most {most} a chart. Shorten the text, or choose a smaller "
-                            "view.").format(size=size(sent), most=size(MAX_FIGURE_BYTES)),
+                            "view.").format(size=rough_size(sent),
+                                            most=rough_size(MAX_FIGURE_BYTES)),
                           icon=":material/block:")
         return None
     stem = export_name(*(name or (key,)))

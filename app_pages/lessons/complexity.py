@@ -12,15 +12,12 @@ from app_pages.lessons.lesson import footer, header
 from i18n import _
 from model.lessons.complexity import operation_counts
 from viz.lessons.complexity import complexity_lesson
-from viz.numbers import count
+from viz.numbers import count, thousands
 
 PATH = script("lesson_complexity")
 N_CHOICES = tuple(2 ** k for k in range(0, 21))  # 1 .. 1,048,576 tokens
 D_CHOICES = (64, 128, 256, 512, 576, 768, 1024, 2048, 4096, 5120, 8192, 12288, 16384)
 
-
-def _thousands(value) -> str:
-    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 header(PATH)
@@ -31,9 +28,9 @@ st.markdown(_("Per layer, self-attention compares every token with every token: 
               "sliders."))
 left, right = st.columns(2)
 n = widgets.select_slider(_("sequence length n (tokens)"), N_CHOICES, 256, key="cx_n",
-                          container=left, format_func=_thousands)
+                          container=left, format_func=thousands)
 d = widgets.select_slider(_("model width d"), D_CHOICES, 512, key="cx_d", container=right,
-                          format_func=_thousands,
+                          format_func=thousands,
                           help=_("own-translator 128, minilm 384, the lesson's model 512, "
                                  "smollm2 576, BERT-base 768, a 7-billion-parameter Llama "
                                  "4,096."))

@@ -243,6 +243,9 @@ def test_numbers_are_written_as_the_pages_and_lessons_write_them():
         "0 B", "1,023 B", "1.0 KB", "1.5 MB", "3.0 GB", "5,120.0 GB"]
     assert numbers.byte_size(3 * 2**30, largest="MB") == "3,072.0 MB"
     assert numbers.byte_size(2047, largest="MB") == "2.0 KB"
+    assert [numbers.rough_size(n) for n in (10, 51 * 2**20, 1.5 * 2**30)] == [
+        "1 MB", "51 MB", "1.5 GB"]
+    assert numbers.thousands(12288) == "12,288" and numbers.thousands("all") == "all"
     assert numbers.count(999_999) == "999,999" and numbers.count(1_340_000_000) == "1.34 × 10⁹"
     assert numbers.count(10**6) == "1.00 × 10⁶"
     assert numbers.tiny(0) == "0" and numbers.tiny(6e-8) == "6.0 × 10⁻⁸"
