@@ -28,8 +28,8 @@ V = np.array([[2.0, 1.0], [0.0, 3.0], [1.0, 2.0], [0.0, 0.0]])
 Q = np.array([1.0, 0.0])
 # The exact results as the lesson's specification wrote them, to 4 decimals (truncated, not
 # rounded; see test_exact_arithmetic_...).
-ISSUE_WEIGHTS = [0.3028, 0.1493, 0.2450, 0.3028]
-ISSUE_OUTPUT = [0.8506, 1.2407]
+SPEC_WEIGHTS = [0.3028, 0.1493, 0.2450, 0.3028]
+SPEC_OUTPUT = [0.8506, 1.2407]
 
 
 def numpy_attention(q, keys, values):
@@ -63,8 +63,8 @@ def test_exact_arithmetic_equals_a_direct_numpy_computation():
     assert steps.total == pytest.approx(np.exp(K @ Q / math.sqrt(2)).sum())
     # The specification's "exact" numbers are within 1e-4 of these, but not their rounding:
     # 0.302853 rounds to 0.3029 and 0.850672 to 0.8507 (0.3028 and 0.8506 are truncated).
-    np.testing.assert_allclose(steps.weights, ISSUE_WEIGHTS, atol=1e-4)
-    np.testing.assert_allclose(steps.output, ISSUE_OUTPUT, atol=1e-4)
+    np.testing.assert_allclose(steps.weights, SPEC_WEIGHTS, atol=1e-4)
+    np.testing.assert_allclose(steps.output, SPEC_OUTPUT, atol=1e-4)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -304,8 +304,8 @@ def test_the_hand_page_shows_the_exact_numbers():
     expected_weights, expected_output = numpy_attention(Q, K, V)
     assert weights == [round(w, 4) for w in expected_weights]  # 0.3029 0.1493 0.2450 0.3029
     assert output == [round(o, 4) for o in expected_output]  # 0.8507 1.2408
-    np.testing.assert_allclose(weights, ISSUE_WEIGHTS, atol=1.5e-4)
-    np.testing.assert_allclose(output, ISSUE_OUTPUT, atol=1.5e-4)
+    np.testing.assert_allclose(weights, SPEC_WEIGHTS, atol=1.5e-4)
+    np.testing.assert_allclose(output, SPEC_OUTPUT, atol=1.5e-4)
 
 
 @pytest.mark.parametrize("q", [(0.3, 0.9), (-1.5, 2.0), (0.0, 0.0)])
