@@ -78,19 +78,12 @@ def messages(elements) -> str:
     return " ".join(shown(element.value) for element in elements)
 
 
-def page_script(url_path: str) -> str:
-    """The script of the page a URL's path names ("lesson_hand" → app_pages/lessons/hand.py;
-    "start" or "" the default page)."""
-    from app_pages.frame.navigation import PAGES
-
-    return next(spec.path for spec in PAGES
-                if spec.url_path == url_path or (spec.default and url_path in ("", "start")))
-
-
 def app_test(page: str | None = None, timeout: float = 300, **state):
     """Run the app under AppTest on the CPU with ``state`` in ``st.session_state``, then (if
     given) switch to the page whose URL path is ``page`` ("explore", "lesson_hand")."""
     from streamlit.testing.v1 import AppTest
+
+    from app_pages.frame.navigation import script
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     at.session_state["device"] = "cpu"
@@ -98,7 +91,7 @@ def app_test(page: str | None = None, timeout: float = 300, **state):
         at.session_state[key] = value
     at.run()
     if page is not None:
-        at.switch_page(page_script(page)).run()
+        at.switch_page(script(page)).run()
     return at
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers import app_test, messages, page_script, shown
+from app_pages.frame.navigation import script
+from tests.helpers import app_test, messages, shown
 
 # Widgets whose options depend on the model, the text or the step, with a value out of range,
 # and the value each falls back to (own-random on the seed sentence: 6 layers of 8 heads, 6
@@ -44,7 +45,7 @@ def test_a_remembered_value_out_of_the_new_range_falls_back_to_its_default_or_ne
     tests/browser/test_explore.py::test_after_switching_models_the_selectors_show_what_the_page_draws."""
     at = app_test("shapes" if page == "positions" else "positions", model_choice="own-random")
     at.session_state[key] = value
-    at.switch_page(page_script(page)).run()
+    at.switch_page(script(page)).run()
     assert not at.exception, at.exception[0].value
     assert at.get("plotly_chart")
     assert at.session_state[key] == fallback

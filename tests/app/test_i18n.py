@@ -20,7 +20,7 @@ from tests.helpers import ROOT, SEED_SENTENCE, app_test
 
 SOURCES = ("app.py", "app_pages", "viz", "model", "i18n")
 FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*(?:[:!][^{}]*)?)\}(?!\})")
-PAGES = [page.url_path or "start" for page in NAVIGATION]  # every page, the lessons included
+PAGES = [page.url_path for page in NAVIGATION]  # every page, the lessons included ("": Start)
 
 
 def _source_files():
@@ -287,7 +287,7 @@ def vocabulary() -> list[str]:
     return load("own-translator", device="cpu").english_words()
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page or "start")
 def test_every_page_renders_in_chinese_without_english_left(page, vocabulary):
     i18n.missing().clear()
     # AppTest formats the widgets' options in the test's own thread: it speaks Chinese too
@@ -307,7 +307,7 @@ def test_every_page_renders_in_chinese_without_english_left(page, vocabulary):
     assert any(re.search(r"[\u4e00-\u9fff]", t) for t in visible_strings(at))
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page or "start")
 def test_every_page_renders_in_english(page):
     at = app_test(page, lang="en", model_choice="own-translator", text=SEED_SENTENCE)
     assert not at.exception, at.exception

@@ -9,7 +9,8 @@ import pytest
 
 import i18n
 from app_pages.frame.links import MAX_QUERY
-from tests.helpers import ROOT, messages, page_script
+from app_pages.frame.navigation import script
+from tests.helpers import ROOT, messages
 
 # Every page's URL path and the page it opens (its title in the navigation, in English), as
 # links shared before the pages' scripts moved name them: the contract that keeps old links
@@ -36,7 +37,7 @@ def opened(page: str | None, **params):
     at.session_state["device"] = "cpu"
     at.query_params.update({k: str(v) for k, v in params.items()})
     if page is not None:
-        at.switch_page(page_script(page))
+        at.switch_page(script(page))
     return at.run()
 
 

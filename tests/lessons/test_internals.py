@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import i18n
+from app_pages.frame.navigation import script
 from model import load
 from model.lessons import architecture, multihead, network, qkv
 from model.own.hooks import record
@@ -24,7 +25,6 @@ from tests.helpers import (
     SEED_SENTENCE,
     app_test,
     figures,
-    page_script,
     plotly_array,
     tiny_own_model,
 )
@@ -450,7 +450,7 @@ def test_the_pages_survive_any_remembered_value(page, state):
     at = app_test("shapes", model_choice="own-random")
     for key, value in state.items():
         at.session_state[key] = value
-    at.switch_page(page_script(page)).run()
+    at.switch_page(script(page)).run()
     _no_exception(at)
     assert at.get("plotly_chart")
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
+from app_pages.frame.navigation import script
 from model.hf import HFModel
 from model.reading import blocks as blocked
-from tests.helpers import page_script
 from viz.pooling import pool_weights
 
 TEXT = "A dog slept under the table yesterday because it was tired, and the cat sat on the mat."
@@ -257,7 +257,7 @@ def test_a_head_change_runs_neither_the_model_nor_any_pass_over_the_layer_again(
     assert calls == {"trace": traced, "summary": trace.layers(kind), "head": 2}
     kinds = {kind}
     for page, key in (("rollout", "ro_kind"), ("model_view", "mv_kind"), ("explore", "kind")):
-        at.switch_page(page_script(page)).run()
+        at.switch_page(script(page)).run()
         assert not at.exception
         kinds.add(at.session_state[key])
     assert calls["trace"] == traced and calls["head"] == 2
@@ -353,7 +353,7 @@ def test_every_page_draws_a_long_input_in_blocks_that_it_names(long_llama):
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert any("Weights averaged" in t and f"blocks of {fq}×{fq}" in t for t in titles)
     for page in ("model_view", "head_view", "mask"):
-        at.switch_page(page_script(page)).run()
+        at.switch_page(script(page)).run()
         assert not at.exception, page
 
 
