@@ -288,6 +288,9 @@ def test_a_ray_client_address_gives_the_same_table_as_this_process(tiny_checkpoi
                  str(local), "--device", "cpu"]) == 0
     port = _free_port()
     env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    # Ray's client proxy gives a client's server 30 s to come up (it unpacks the 20 MB model
+    # package first): on a busy 2-core machine that failed once in a full suite. Wait longer.
+    env["RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S"] = "180"
     server = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], cwd=ROOT, env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)
