@@ -18,7 +18,7 @@ their capture), :mod:`.reading` (attention read in row blocks and padded batches
 Ray) and :mod:`.lessons` (what each lesson computes).
 """
 
-from model.errors import ModelLoadError, UnknownWordsError
+from model.errors import CaptureError, ModelLoadError, UnknownWordsError
 from model.interface import Generates, Generation, LoadedModel
 from model.loader import BUNDLED, MAX_SPEC, load
 from model.meta import Family, ModelDims, PositionInfo, Step
@@ -26,5 +26,5 @@ from model.own.config import TransformerConfig
 from model.trace import AttentionTrace
 
 __all__ = ["BUNDLED", "MAX_SPEC", "AttentionTrace", "Family", "Generates", "Generation",
-           "LoadedModel", "ModelDims", "ModelLoadError", "PositionInfo", "Step",
+           "CaptureError", "LoadedModel", "ModelDims", "ModelLoadError", "PositionInfo", "Step",
            "TransformerConfig", "UnknownWordsError", "load"]

@@ -12,6 +12,11 @@ class ModelLoadError(ValueError):
     """A model could not be loaded; the message says why and what to do."""
 
 
+class CaptureError(ValueError):
+    """A model's attention could not be captured exactly for this input (a trace that would be
+    wrong is refused instead); the message says what did not match."""
+
+
 class UnknownWordsError(ValueError):
     """Text holds words outside a model's fixed vocabulary.
 

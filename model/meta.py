@@ -168,10 +168,11 @@ class Step:
 
 
 FACT_KEYS = ("model_type", "d_model", "d_head", "d_ff", "n_encoder_layers",
-             "n_decoder_layers", "rope_theta", "max_positions", "sliding_window")
+             "n_decoder_layers", "rope_theta", "max_positions", "sliding_window", "capture")
 
 
-def model_facts(dims: ModelDims, positions: PositionInfo, model_type: str) -> dict[str, Any]:
+def model_facts(dims: ModelDims, positions: PositionInfo, model_type: str,
+                capture: str = "own") -> dict[str, Any]:
     """The ``meta`` facts every trace carries, the same keys for every model (:data:`FACT_KEYS`).
 
     Args:
@@ -179,12 +180,15 @@ def model_facts(dims: ModelDims, positions: PositionInfo, model_type: str) -> di
         positions: its positional scheme (the scheme itself is the trace's ``positional``).
         model_type: what the model is built as: ``own``, or the checkpoint config's
             ``model_type`` (``llama``, ``bert``, ...).
+        capture: how the weights were captured: ``own`` (the own models' hooks),
+            ``recorded`` (queries and keys recorded through transformers' attention interface,
+            heads recomputed) or ``eager`` (the model's own ``output_attentions``).
     """
     dims_record = asdict(dims)
     facts = {"model_type": model_type,
              **{key: dims_record[key] for key in FACT_KEYS if key in dims_record},
              "rope_theta": positions.rope_theta, "max_positions": positions.max_positions,
-             "sliding_window": positions.sliding_window}
+             "sliding_window": positions.sliding_window, "capture": capture}
     return {key: facts[key] for key in FACT_KEYS}
 
 

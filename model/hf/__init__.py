@@ -5,6 +5,8 @@
 - :mod:`.adapter`: :class:`HFModel`, the ``LoadedModel`` of a checkpoint;
 - :mod:`.capture`: attention recorded through transformers' attention interface, recomputed
   exactly a head at a time (:class:`~model.hf.capture.LazyAttention`);
+- :mod:`.eager`: the other route, for models whose attention bypasses that interface: their own
+  eager ``output_attentions`` (bands and local blocks laid out as full maps);
 - :mod:`.labels`: readable token labels (byte-level BPE, SentencePiece, split characters).
 
 Never imports :mod:`model.own`.

@@ -8,6 +8,7 @@ through :mod:`.capture` so that tracing costs about one fused forward pass.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import re
 import struct
@@ -19,21 +20,32 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoTokenizer
 
 from i18n import _
-from model.budget import Lengths, lazy_bytes
+from model.budget import Lengths, dense_bytes, lazy_bytes
 from model.device import resolve_device
-from model.errors import ModelLoadError
+from model.errors import CaptureError, ModelLoadError
 from model.hf.capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, padded_weights, recording
 from model.hf.checkpoints import cache_dir, from_pretrained, resolve
 from model.hf.config import auto_class, detect_family, read_dims, read_positions
+from model.hf.eager import eager_weights
 from model.hf.labels import display_tokens
 from model.interface import Generation
 from model.meta import TOP_K, Family, ModelDims, PositionInfo, Step, model_facts
 from model.policy import OPEN, LoadPolicy
 from model.reading.batch import AttentionBatch
+from model.store import DenseStore
 from model.text import check_texts
 from model.trace import AttentionTrace
 
 MAX_NEW_TOKENS = 64
+_STEPS = "_steps"  # the decoder inputs' entry for a generation's steps (not a model input)
+# How a model's weights are captured (a trace's ``meta["capture"]``): queries and keys recorded
+# through transformers' attention interface and heads recomputed when asked, or every weight
+# returned by the model's own eager pass (``output_attentions``).
+RECORDED = "recorded"
+EAGER = "eager"
+# The short input every model is tried on when it loads, to choose and check its route.
+PROBE_TEXT = "The cat sat on the mat."
+PROBE_TARGET = "the cat"
 # What reading a broken or foreign checkpoint raises, from transformers, safetensors, the GGUF
 # reader and torch's unpickler: all become a ModelLoadError.
 LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, StopIteration,
@@ -98,10 +110,16 @@ class HFModel:
         family: its family (from the config).
         device: where it runs.
         dims: its sizes, when already read from the config (else read here).
+        route: how its weights are captured, :data:`RECORDED` (the default) or :data:`EAGER`.
+
+    Attributes:
+        route: as given or as :meth:`load` chose it after trying the model.
+        route_reason: why the model was not recorded through the attention interface ("" when
+            it is).
     """
 
     def __init__(self, name: str, model, tokenizer, family: Family, device: torch.device,
-                 dims: ModelDims | None = None):
+                 dims: ModelDims | None = None, route: str | None = None):
         self.name = name
         self.model = model
         self.tokenizer = tokenizer
@@ -110,6 +128,13 @@ class HFModel:
         self.config = model.config
         self.dims: ModelDims = dims or read_dims(self.config, self.family)
         self.positions: PositionInfo = read_positions(self.config)
+        self.route = route or RECORDED
+        self.route_reason = ""
+        self.forced_bos: int | None = None  # the first token generate must write (NLLB, M2M100)
+        # a hybrid model's attention layers (the others state-space or linear), or a looped
+        # model's layers as they run: kind -> the model's number of each layer a trace holds,
+        # in order; None: every layer once, in order
+        self.attention_layers: dict[str, list[int]] | None = None
 
     @property
     def module(self) -> torch.nn.Module:
@@ -168,11 +193,192 @@ class HFModel:
             raise
         except LOAD_ERRORS as error:
             raise ModelLoadError(_load_message(spec, source, error, policy)) from None
-        model.set_attn_implementation(ATTN_SDPA if model._supports_sdpa else ATTN_EAGER)
-        model.to(device_t).eval()
+        model = _ready(model, device_t)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-        return cls(spec, model, tokenizer, family, device_t, dims)
+        loaded = cls(spec, model, tokenizer, family, device_t, dims)
+        if family is Family.ENCODER_DECODER:
+            loaded.forced_bos = choose_target_language(tokenizer)
+
+        def reload_eager():
+            again = from_pretrained(auto_class(family), source, local_only, policy,
+                                    dtype=torch.float32, attn_implementation="eager", **common,
+                                    **weights)
+            return _ready(again, device_t)
+
+        try:
+            loaded._choose_route(reload_eager)
+        except ModelLoadError:
+            raise
+        except LOAD_ERRORS as error:
+            raise ModelLoadError(_load_message(spec, source, error, policy)) from None
+        return loaded
+
+    # --- the route: recorded through the attention interface, or the model's eager weights ---
+
+    def _layers(self) -> dict[str, int]:
+        """How many layers each kind of a trace has, from the config."""
+        if self.attention_layers is not None:
+            return {kind: len(numbers) for kind, numbers in self.attention_layers.items()}
+        if self.family is Family.ENCODER_DECODER:
+            return {"encoder.self": self.dims.n_encoder_layers,
+                    "decoder.self": self.dims.n_decoder_layers,
+                    "decoder.cross": self.dims.n_decoder_layers}
+        kind = self.family.kinds[0]
+        return {kind: self.dims.n_encoder_layers or self.dims.n_decoder_layers}
+
+    def _set_route(self, route: str, reload_eager=None) -> None:
+        """Switch the model to ``route``'s attention implementation (our recording one, or
+        transformers' eager one, reloading the model with it where it cannot be switched)."""
+        self.route = route
+        if route == RECORDED:
+            with _quiet_transformers():
+                self.model.set_attn_implementation(
+                    ATTN_SDPA if self.model._supports_sdpa else ATTN_EAGER)
+            return
+        with _quiet_transformers():
+            try:
+                self.model.set_attn_implementation("eager")
+            except (ValueError, AttributeError, NotImplementedError):
+                pass
+        if self.model.config._attn_implementation != "eager" and reload_eager is not None:
+            # a model that chooses its implementation when built: loaded again, the first
+            # copy let go before (never two in memory)
+            self.model = None
+            self.model = reload_eager()
+            self.config = self.model.config
+
+    def _choose_route(self, reload_eager=None) -> None:
+        """Try the model on :data:`PROBE_TEXT`: keep the recorded route when every layer's call
+        was seen with one key per token, else take the eager weights; refuse the model when
+        neither gives one token-to-token map per layer.
+
+        Args:
+            reload_eager: loads the model again in eager mode, for models whose attention
+                implementation cannot be switched once built (falcon).
+
+        Raises:
+            ModelLoadError: its attention cannot be captured exactly, with the reason.
+        """
+        try:
+            inputs = self.prepare_inputs(
+                [PROBE_TEXT], [PROBE_TARGET] if self.family is Family.ENCODER_DECODER else None)
+        except LOAD_ERRORS as error:
+            raise ModelLoadError(_("could not load {spec}: it cannot read a short English "
+                                   "sentence ({error})").format(
+                spec=repr(self.name), error=_first_line(error))) from None
+        calls = []
+        if self.route == RECORDED:
+            self._set_route(RECORDED)
+            try:
+                calls = self._record(inputs)
+                problem = self._recorded_problem(calls, inputs)
+            except LOAD_ERRORS as error:
+                problem = _first_line(error)
+            if problem is None or self._some_layers_recorded(calls, inputs):
+                return
+            self.route_reason = problem
+        self._set_route(EAGER, reload_eager)
+        try:
+            weights = eager_weights(self.model, self.family, inputs, self._layers(),
+                                    some=self.family.single_stack)
+            self._some_layers_eager(weights)
+            self._check_eager(weights)
+        except ModelLoadError as error:
+            reasons = [r for r in (self.route_reason, str(error)) if r]
+            raise ModelLoadError(_("cannot show the attention of {spec} exactly: {reason}").format(
+                spec=repr(self.name), reason="; ".join(reasons))) from None
+        except LOAD_ERRORS as error:
+            raise ModelLoadError(_("cannot show the attention of {spec} exactly: {reason}; its "
+                                   "eager pass failed ({error})").format(
+                spec=repr(self.name), reason=self.route_reason,
+                error=_first_line(error))) from None
+
+    def _some_layers_recorded(self, calls, inputs) -> bool:
+        """Whether a model whose attention calls are not one per layer records each of them
+        exactly: a hybrid model (some layers attention, the others state-space or linear
+        recurrences) or a looped one (Dory: its layers run several times). It does when every
+        call names its layer and the model's own eager pass returns as many maps; then the
+        trace holds one layer per call (:attr:`attention_layers` says which model layer each
+        is) and True is returned."""
+        kind = self.family.kinds[0]
+        numbers = [layer_number(call.module_name) for call in calls]
+        if not self.family.single_stack or not calls or None in numbers or \
+                len(calls) == self._layers()[kind]:
+            return False
+        self._set_route(EAGER)
+        try:
+            if self.model.config._attn_implementation != "eager":
+                return False
+            maps = eager_weights(self.model, self.family, inputs, None, some=True)[kind]
+        except (ModelLoadError, *LOAD_ERRORS):
+            return False
+        finally:
+            self._set_route(RECORDED)
+        self.attention_layers = {kind: numbers}
+        if len(maps) == len(calls) and self._recorded_problem(calls, inputs) is None:
+            return True
+        self.attention_layers = None
+        return False
+
+    def _some_layers_eager(self, weights: dict[str, np.ndarray]) -> None:
+        """On the eager route, a hybrid model whose eager pass returned maps for fewer layers
+        than it has: the layers its config names as attention, when they are as many.
+
+        Raises:
+            ModelLoadError: which layers the maps belong to is not known.
+        """
+        kind = self.family.kinds[0]
+        if kind not in weights or len(weights[kind]) == self._layers()[kind]:
+            return
+        numbers = config_attention_layers(self.config)
+        if numbers is None or len(numbers) != len(weights[kind]):
+            raise ModelLoadError(_("its {kind} attention returns {got} maps for {layers} layers, "
+                                   "and its config does not say which layers they are").format(
+                kind=kind, got=len(weights[kind]), layers=self._layers()[kind]))
+        self.attention_layers = {kind: numbers}
+
+    def _recorded_problem(self, calls, inputs) -> str | None:
+        """Why the recorded ``calls`` of ``inputs`` are not one exact map per layer, or None."""
+        per_kind: dict[str, list] = {}
+        for call in calls:
+            per_kind.setdefault(self._classify(call.module_name), []).append(call)
+        n_source = inputs["input_ids"].shape[1]
+        n_target = inputs["decoder_input_ids"].shape[1] if "decoder_input_ids" in inputs \
+            else n_source
+        for kind, layers in self._layers().items():
+            got = per_kind.get(kind, [])
+            if len(got) < layers:
+                return _("{got} of its {layers} {kind} layers call the attention interface (the "
+                         "others are not attention, or compute it themselves)").format(
+                    got=len(got), layers=layers, kind=kind)
+            if len(got) > layers:
+                return _("its {kind} attention is called {got} times for {layers} layers (layers "
+                         "that run more than once)").format(got=len(got), layers=layers,
+                                                            kind=kind)
+            queries = n_source if kind == "encoder.self" else n_target
+            keys = n_target if kind == "decoder.self" else n_source
+            for call in got:
+                extra = call.k.shape[2] > keys and kind != "decoder.cross" and \
+                    self.config.model_type in KEYS_AFTER_TOKENS
+                if call.q.shape[2] != queries or call.k.shape[2] != keys and not extra:
+                    return _("its {kind} attention sees {keys} keys for {tokens} tokens: keys "
+                             "that are not tokens (compressed keys, memory)").format(
+                        kind=kind, keys=call.k.shape[2], tokens=keys)
+            heads = {call.q.shape[1] for call in got}
+            if len(heads) > 1:
+                return _("its {kind} layers have different numbers of heads: {counts}").format(
+                    kind=kind, counts=sorted(heads))
+        extra = set(per_kind) - set(self._layers())
+        if extra:
+            return _("it makes attention calls of other kinds: {kinds}").format(
+                kinds=", ".join(sorted(extra)))
+        return None
+
+    def _check_eager(self, weights: dict[str, np.ndarray]) -> None:
+        for kind, array in weights.items():
+            if array.shape[2] < 1:
+                raise ModelLoadError(_("its {kind} attention has no heads").format(kind=kind))
 
     def count_tokens(self, text: str, target: str | None = None) -> Lengths:
         """The token counts a trace of ``text`` (and ``target``) would run on, from the
@@ -186,8 +392,10 @@ class HFModel:
         return Lengths(n_source, len(self.tokenizer(text_target=target)["input_ids"]) + 1)
 
     def memory_needed(self, n: Lengths) -> int:
-        """Peak bytes of a trace of ``n`` tokens (queries and keys kept, heads computed when
-        asked)."""
+        """Peak bytes of a trace of ``n`` tokens: queries and keys kept and heads computed when
+        asked (recorded), or every weight of every layer (eager)."""
+        if self.route == EAGER:
+            return dense_bytes(self.dims, self.family, n)
         return lazy_bytes(self.dims, self.family, n)
 
     # --- tracing ------------------------------------------------------------------------
@@ -275,7 +483,8 @@ class HFModel:
         if targets is not None and self.family is not Family.ENCODER_DECODER:
             raise ValueError(_("a target text applies to encoder-decoder models; {model} is "
                                "{family}").format(model=self.name, family=self.family.value))
-        return self._run(self.prepare_inputs(texts, targets), texts)
+        inputs, steps = self._inputs_and_steps(texts, targets)
+        return self._run(inputs, texts, steps)
 
     def attention_batch(self, texts: list[str]) -> AttentionBatch:
         """Run ``texts`` as one padded batch: a trace per text, and every text's weights of a
@@ -283,13 +492,15 @@ class HFModel:
         device."""
         texts, _targets = check_texts(texts, None)
         inputs = self.prepare_inputs(texts)
-        calls = self._record(inputs)
-        traces = tuple(self._make_trace(calls, inputs, b, texts[b]) for b in range(len(texts)))
-        per_kind: dict[str, list] = {}
-        for call in calls:
-            per_kind.setdefault(self._classify(call.module_name), []).append(call)
+        captured = self._record(inputs)
+        traces = tuple(self._make_trace(captured, inputs, b, texts[b]) for b in range(len(texts)))
+        per_kind = self._per_kind(captured)
+        real = [np.flatnonzero(inputs["attention_mask"][b].bool().cpu().numpy())
+                for b in range(len(texts))]
 
         def weights(name: str, layer: int) -> torch.Tensor:
+            if self.route == EAGER:
+                return _padded_eager(per_kind[name][layer], real, self.device)
             stores = [t.attention[name] for t in traces]
             return padded_weights(per_kind[name][layer], [s.q_index for s in stores],
                                   [s.k_index for s in stores], self.device)
@@ -303,15 +514,49 @@ class HFModel:
         ids = torch.tensor([list(input_ids)], device=self.device)  # [batch, pos]
         return self._run({"input_ids": ids, "attention_mask": torch.ones_like(ids)})[0]
 
-    def _record(self, inputs: dict) -> list:
+    def _record(self, inputs: dict):
+        """What a forward pass on ``inputs`` captures: the recorded calls (a list, layer order)
+        or, on the eager route, each kind's weights ``[layer, batch, head, query, key]``."""
+        if self.route == EAGER:
+            try:
+                return eager_weights(self.model, self.family, inputs, self._layers())
+            except ModelLoadError as error:
+                raise CaptureError(str(error)) from None
         extra = {"logits_to_keep": 1} if self.family is Family.DECODER_ONLY else {}
         with torch.inference_mode(), recording(self.model) as recorder:
             self.model(**inputs, use_cache=False, **extra)
         return recorder.calls
 
-    def _run(self, inputs: dict, texts: list[str] | None = None) -> list[AttentionTrace]:
-        calls = self._record(inputs)
-        return [self._make_trace(calls, inputs, b, texts[b] if texts else None)
+    def _captured(self, inputs: dict):
+        """:meth:`_record`, checked: a pass that did not record one exact call per layer (an
+        input that took another path) is refused, never shown.
+
+        Raises:
+            CaptureError: what did not match.
+        """
+        captured = self._record(inputs)
+        if self.route == RECORDED:
+            problem = self._recorded_problem(captured, inputs)
+            if problem is not None:
+                raise CaptureError(_("the attention of {model} could not be captured exactly for "
+                                     "this text: {problem}").format(model=self.name,
+                                                                   problem=problem))
+        return captured
+
+    def _per_kind(self, captured) -> dict[str, list]:
+        """Each kind's layers: recorded calls, or eager ``[batch, head, query, key]`` arrays."""
+        if isinstance(captured, dict):
+            return {kind: list(array) for kind, array in captured.items()}
+        per_kind: dict[str, list] = {}
+        for call in captured:
+            per_kind.setdefault(self._classify(call.module_name), []).append(call)
+        return per_kind
+
+    def _run(self, inputs: dict, texts: list[str] | None = None,
+             steps: list | None = None) -> list[AttentionTrace]:
+        captured = self._captured(inputs)
+        return [self._make_trace(captured, inputs, b, texts[b] if texts else None,
+                                 steps[b] if steps else ())
                 for b in range(inputs["input_ids"].shape[0])]
 
     def _unknown(self, ids: np.ndarray, text: str | None) -> dict[int, str]:
@@ -340,6 +585,12 @@ class HFModel:
             TypeError: ``texts`` is a single string, or holds something else than strings.
             ValueError: a text is empty, too long or holds invalid Unicode (a lone surrogate).
         """
+        inputs, _steps = self._inputs_and_steps(texts, targets)
+        return inputs
+
+    def _inputs_and_steps(self, texts: list[str], targets: list[str] | None):
+        """:meth:`prepare_inputs`, and the steps of a generated translation (None when none
+        was generated)."""
         texts, targets = check_texts(texts, targets)
         if any(not t.strip() for t in texts):
             raise ValueError(_("the text is empty"))
@@ -352,20 +603,71 @@ class HFModel:
         inputs = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
         if self.family is Family.ENCODER_DECODER:
             inputs.update(self._decoder_inputs(enc, targets))
-        return inputs
+        return inputs, inputs.pop(_STEPS, None)
+
+    def _generated(self, enc) -> dict:
+        """The decoder inputs of the model's own greedy translation of ``enc`` and its steps.
+
+        Row t reads token t and writes token t + 1, as the own translator's rows do: the
+        decoder runs on the start token and every written token but the last (the end token,
+        which no row reads), and step t is the token row t chose, with the probability and the
+        most probable tokens of the distribution ``generate`` chose it from.
+        """
+        forced = {} if self.forced_bos is None else {"forced_bos_token_id": self.forced_bos}
+        with torch.inference_mode():
+            out = self.model.generate(
+                **enc, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1,
+                output_scores=True, return_dict_in_generate=True, **forced)
+        generated = out.sequences  # [batch, 1 + written]
+        end = self.model.generation_config.eos_token_id
+        end = self.config.eos_token_id if end is None else end
+        ends = set(end if isinstance(end, (list, tuple)) else [end])
+        steps = []
+        for b in range(generated.shape[0]):
+            row = []
+            for t, scores in enumerate(out.scores):
+                probs = torch.softmax(scores[b].float(), dim=-1)  # [vocab]
+                token = int(generated[b, t + 1])
+                top = probs.topk(min(TOP_K, probs.numel()))
+                row.append(Step(
+                    step=t, token=display_tokens(self.tokenizer, [token])[0][0],
+                    probability=float(probs[token]),
+                    top_k=tuple((display_tokens(self.tokenizer, [i])[0][0], float(q))
+                                for i, q in zip(top.indices.tolist(), top.values.tolist()))))
+                if token in ends:
+                    break
+            steps.append(tuple(row))
+        decoder_ids = generated[:, :-1]
+        mask = torch.zeros_like(decoder_ids)
+        for b, row in enumerate(steps):
+            mask[b, :len(row)] = 1  # the start token (which may be the pad token) and every read
+        return {"decoder_input_ids": decoder_ids, "decoder_attention_mask": mask, _STEPS: steps}
+
+    def _decoder_start(self) -> int:
+        """The first decoder token, as the model's ``generate`` chooses it: the generation
+        config's ``decoder_start_token_id``, else the config's, else its start or padding
+        token."""
+        for source in (self.model.generation_config, self.config):
+            start = getattr(source, "decoder_start_token_id", None)
+            if isinstance(start, (list, tuple)):
+                start = start[0] if start else None
+            if start is not None:
+                return int(start)
+        start = _first_set(self.config, "bos_token_id", "pad_token_id")
+        if start is None:
+            raise ModelLoadError(_("{model} names no decoder start token (decoder_start_token_id "
+                                   "in its config)").format(model=repr(self.name)))
+        return int(start)
 
     def _decoder_inputs(self, enc, targets):
         if targets is None:
-            with torch.inference_mode():
-                generated = self.model.generate(
-                    **enc, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1)
-            pad = self.config.pad_token_id
-            mask = (generated != pad).long()
-            mask[:, 0] = 1  # the start token may be the pad token (T5)
-            return {"decoder_input_ids": generated, "decoder_attention_mask": mask}
+            return self._generated(enc)
         labels = self.tokenizer(text_target=targets, return_tensors="pt", padding=True)
         label_ids = labels["input_ids"].to(self.device)
-        decoder_ids = self.model.prepare_decoder_input_ids_from_labels(labels=label_ids)
+        # shifted right behind the start token, as generate writes them (NLLB, M2M100 and
+        # Blenderbot have no prepare_decoder_input_ids_from_labels; the others do the same)
+        decoder_ids = torch.cat([torch.full_like(label_ids[:, :1], self._decoder_start()),
+                                 label_ids[:, :-1]], dim=1)
         label_mask = labels["attention_mask"].to(self.device)
         mask = torch.cat([torch.ones_like(label_mask[:, :1]), label_mask[:, :-1]], dim=1)
         return {"decoder_input_ids": decoder_ids, "decoder_attention_mask": mask}
@@ -379,10 +681,9 @@ class HFModel:
         stack = "decoder" if ".decoder." in f".{lowered}." else "encoder"
         return f"{stack}.{'cross' if cross else 'self'}"
 
-    def _make_trace(self, calls, inputs, b: int, text: str | None = None) -> AttentionTrace:
-        per_kind: dict[str, list] = {}
-        for call in calls:
-            per_kind.setdefault(self._classify(call.module_name), []).append(call)
+    def _make_trace(self, captured, inputs, b: int, text: str | None = None,
+                    steps: tuple = ()) -> AttentionTrace:
+        per_kind = self._per_kind(captured)
         real = inputs["attention_mask"][b].bool().cpu().numpy()
         src_index = np.flatnonzero(real)
         src_ids = inputs["input_ids"][b].cpu().numpy()[src_index]
@@ -405,18 +706,154 @@ class HFModel:
             index = {name: (src_index, src_index) for name in per_kind}
             special = {"tokens": special_positions}
             unknown = {"tokens": self._unknown(src_ids, text)}
-        attention = {name: LazyAttention(per_kind[name], b, *index[name], device=self.device)
-                     for name in per_kind}
-        first = next(iter(attention.values()))
+        if self.route == EAGER:
+            attention = {name: EagerStore(per_kind[name], b, *index[name],
+                                          causal=name == "decoder.self")
+                         for name in per_kind}
+            n_heads = next(iter(attention.values())).shape[1]
+            n_kv_heads = self.dims.n_kv_heads if n_heads % max(1, self.dims.n_kv_heads) == 0 \
+                and self.dims.n_heads == n_heads else n_heads
+        else:
+            n_tokens = {"encoder.self": inputs["input_ids"].shape[1],
+                        "decoder.cross": inputs["input_ids"].shape[1]}
+            n_tokens["decoder.self"] = inputs["decoder_input_ids"].shape[1] \
+                if "decoder_input_ids" in inputs else inputs["input_ids"].shape[1]
+            attention = {name: LazyAttention(per_kind[name], b, *index[name], device=self.device,
+                                             n_tokens=n_tokens[name])
+                         for name in per_kind}
+            first = next(iter(attention.values()))
+            n_heads, n_kv_heads = first.n_heads, first.n_kv_heads
         return AttentionTrace(
             model=self.name, family=self.family, attention=attention,
-            n_heads=first.n_heads, n_kv_heads=first.n_kv_heads,
+            n_heads=n_heads, n_kv_heads=n_kv_heads,
             positional=self.positions.scheme, device=str(self.device),
             dtype=str(self.model.dtype).removeprefix("torch."), special_positions=special,
             unknown={axis: found for axis, found in unknown.items() if found},
-            meta=model_facts(self.dims, self.positions, model_type=self.config.model_type),
-            **tokens)
+            meta={**model_facts(self.dims, self.positions, model_type=self.config.model_type,
+                                capture=self.route),
+                  **({} if self.attention_layers is None else
+                     {"attention_layers": self.attention_layers})},
+            steps=steps, **tokens)
 
 
 def _nbytes(tensor: torch.Tensor) -> int:
     return tensor.numel() * tensor.element_size()
+
+
+def _ready(model, device: torch.device):
+    """``model`` on ``device`` in eval mode, with the input language an X-MOD model needs set
+    (English where it has an adapter for it, else its first language)."""
+    languages = list(getattr(model.config, "languages", None) or [])
+    if languages and getattr(model.config, "default_language", "") is None and \
+            hasattr(model, "set_default_language"):
+        model.set_default_language("en_XX" if "en_XX" in languages else languages[0])
+    return model.to(device).eval()
+
+
+# Models whose self-attention keys are the tokens' followed by keys that are not tokens, each
+# allowed per query by the mask the call receives (DeepSeek-V4's compressed keys, chosen per
+# query by its indexer): the keys after the tokens share each row's softmax and are not shown.
+KEYS_AFTER_TOKENS = {"deepseek_v4"}
+_LAYER_NUMBER = re.compile(r"\.(?:layers|layer|h|blocks|block)\.(\d+)\.")
+# Layer types (a config's ``layer_types``) that are attention with weights per token pair.
+ATTENTION_LAYER_TYPES = {"attention", "full_attention", "sliding_attention", "chunked_attention",
+                         "global_attention", "local_attention"}
+
+
+def layer_number(module_name: str) -> int | None:
+    """The layer an attention module belongs to, from its name (``model.layers.3.self_attn``)."""
+    found = _LAYER_NUMBER.search(f".{module_name}.")
+    return int(found.group(1)) if found else None
+
+
+def config_attention_layers(config) -> list[int] | None:
+    """The layers a hybrid config's ``layer_types`` names as attention, or None."""
+    types = getattr(config, "layer_types", None)
+    if not isinstance(types, (list, tuple)):
+        return None
+    return [i for i, kind in enumerate(types) if kind in ATTENTION_LAYER_TYPES]
+
+
+def _first_set(config, *names: str):
+    return next((getattr(config, n) for n in names if getattr(config, n, None) is not None), None)
+
+
+# The codes a multilingual translation tokenizer knows Chinese by (NLLB, M2M100): the language a
+# translation is written in when the tokenizer names none (the lesson's English→Chinese).
+CHINESE_CODES = ("zho_Hans", "zh")
+
+
+def choose_target_language(tokenizer) -> int | None:
+    """The token a multilingual translation model must write first (NLLB's and M2M100's
+    ``forced_bos_token_id``): the tokenizer's target language, else Chinese, which it is then set
+    to; None for a tokenizer without languages."""
+    if not hasattr(tokenizer, "tgt_lang"):
+        return None
+
+    def lang_id(code: str) -> int | None:
+        getter = getattr(tokenizer, "get_lang_id", None)
+        try:
+            found = getter(code) if getter else tokenizer.convert_tokens_to_ids(code)
+        except (KeyError, ValueError):
+            return None
+        return None if found is None or found == tokenizer.unk_token_id else int(found)
+
+    if tokenizer.tgt_lang is not None and lang_id(tokenizer.tgt_lang) is not None:
+        return lang_id(tokenizer.tgt_lang)
+    for code in CHINESE_CODES:
+        if lang_id(code) is not None:
+            tokenizer.tgt_lang = code
+            return lang_id(code)
+    return None
+
+
+def _first_line(error: BaseException) -> str:
+    text = ANSI.sub("", (str(error).strip().splitlines() or [""])[0])
+    return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """transformers' log quiet: switching a model's attention implementation warns of models
+    that cannot switch, which :meth:`HFModel._set_route` handles."""
+    from transformers.utils import logging
+
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)
+
+
+class EagerStore(DenseStore):
+    """One kind of a trace on the eager route: the weights the model returned, this sequence's
+    real queries and keys, with each layer's mask read from them (a key is allowed where some
+    head gives it weight)."""
+
+    def __init__(self, layers: list[np.ndarray], batch: int, q_index: np.ndarray,
+                 k_index: np.ndarray, causal: bool):
+        weights = np.stack([layer[batch][:, q_index][:, :, k_index] for layer in layers])
+        super().__init__(weights, causal=causal)
+        self._masks = [readonly_mask(w) for w in self.weights]
+
+    def mask(self, layer: int) -> np.ndarray:
+        return self._masks[self._layer(layer)]
+
+
+def readonly_mask(weights: np.ndarray) -> np.ndarray:
+    """Where a layer's ``[head, query, key]`` weights allow attention: bool ``[query, key]``."""
+    allowed = (weights > 0).any(axis=0)
+    allowed.setflags(write=False)
+    return allowed
+
+
+def _padded_eager(layer: np.ndarray, real: list[np.ndarray], device) -> torch.Tensor:
+    """Every sequence of one eager layer ``[batch, head, query, key]``, the batch's padding left
+    out as :func:`~model.hf.capture.padded_weights` does: real rows and keys first, zeros after."""
+    n = max((len(r) for r in real), default=0)
+    out = torch.zeros((len(real), layer.shape[1], n, n), dtype=torch.float32, device=device)
+    for b, index in enumerate(real):
+        rows = np.ascontiguousarray(layer[b][:, index][:, :, index])
+        out[b, :, :len(index), :len(index)] = torch.from_numpy(rows).to(device)
+    return out

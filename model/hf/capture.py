@@ -107,8 +107,9 @@ def allowed_keys(call: Call) -> np.ndarray:
         full = np.tril(np.ones((n_q, n_k), bool), k=n_k - n_q) if call.causal \
             else np.ones((n_q, n_k), bool)
         return full[None]
-    mask = call.mask[:, 0]  # [batch or 1, query, key]
-    return mask if mask.dtype == bool else mask > np.finfo(np.float32).min / 2
+    mask = call.mask[:, 0]  # [batch or 1, query or 1, key] (BERT-style masks: one row)
+    allowed = mask if mask.dtype == bool else mask > np.finfo(np.float32).min / 2
+    return np.broadcast_to(allowed, (allowed.shape[0], n_q, n_k))
 
 
 def recompute(product: torch.Tensor, call: Call, *, scaled: bool, bias=None, additive=None,
@@ -155,9 +156,14 @@ def _record(recorder: Recorder, module, query, key, attention_mask, scaling, kwa
     is_causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     causal = bool(query.shape[2] > 1 and attention_mask is None and is_causal)
     sinks = kwargs.get("s_aux", getattr(module, "sinks", None))
+    name = recorder.module_names.get(id(module), type(module).__name__)
+    q, k = _to_numpy(query), _to_numpy(key)
+    last = recorder.calls[-1] if recorder.calls else None
+    if last is not None and last.module_name == name and np.array_equal(last.q, q) and \
+            np.array_equal(last.k, k) and float(scaling) == last.scaling:
+        return  # the same weights again, for other values (DiffLlama's two halves of V)
     recorder.calls.append(Call(
-        module_name=recorder.module_names.get(id(module), type(module).__name__),
-        q=_to_numpy(query), k=_to_numpy(key), scaling=float(scaling),
+        module_name=name, q=q, k=k, scaling=float(scaling),
         mask=recorder.shared(attention_mask), causal=causal,
         bias=recorder.shared(kwargs.get("position_bias")),
         softcap=kwargs.get("softcap"),
@@ -209,14 +215,19 @@ class LazyAttention:
         batch: which sequence of the batch.
         q_index, k_index: positions of the real (non-padding) queries and keys.
         device: where heads are computed (default the CPU).
+        n_tokens: how many of a call's keys are the (padded) tokens; keys after them are not
+            tokens (DeepSeek-V4's compressed keys): they share each row's softmax as the
+            model computes it and are then left out, so that a row sums to less than 1 by their
+            share, never renormalised. None: every key is a token.
     """
 
     def __init__(self, calls: list[Call], batch: int, q_index: np.ndarray, k_index: np.ndarray,
-                 device: torch.device | str | None = None):
+                 device: torch.device | str | None = None, n_tokens: int | None = None):
         self.calls = calls
         self.batch = batch
         self.q_index = np.asarray(q_index)
         self.k_index = np.asarray(k_index)
+        self.n_tokens = n_tokens
         self.device = torch.device(device or "cpu")
         n_heads = {c.q.shape[1] for c in calls}
         if len(n_heads) != 1:
@@ -231,20 +242,28 @@ class LazyAttention:
 
     def mask(self, layer: int) -> np.ndarray:
         """Where layer ``layer`` may attend: bool ``[query, key]``, from the mask it received."""
-        return self._mask(layer).allowed
+        return self._mask(layer).allowed[:, :self.shape[3]]
+
+    def keys(self, layer: int) -> np.ndarray:
+        """The positions of the keys layer ``layer``'s rows are computed over: the real tokens',
+        then any keys that are not tokens (:attr:`n_tokens`)."""
+        n_keys = self.calls[layer].k.shape[2]
+        if self.n_tokens is None or n_keys <= self.n_tokens:
+            return self.k_index
+        return np.concatenate([self.k_index, np.arange(self.n_tokens, n_keys)])
 
     def _mask(self, layer: int) -> _Mask:
         call = self.calls[layer]
         key = ("causal" if call.causal else "full") if call.mask is None else id(call.mask)
         found = self._masks.get(key)
         if found is None:
-            found = self._masks[key] = _Mask(self._allowed(call))
+            found = self._masks[key] = _Mask(self._allowed(call, self.keys(layer)))
         return found
 
-    def _allowed(self, call: Call) -> np.ndarray:
+    def _allowed(self, call: Call, keys: np.ndarray) -> np.ndarray:
         full = allowed_keys(call)  # [batch or 1, query, key]
         full = full[min(self.batch, full.shape[0] - 1)]
-        return readonly(full[np.ix_(self.q_index, self.k_index)])
+        return readonly(full[np.ix_(self.q_index, keys)])
 
     def _tensor(self, array: np.ndarray, index: np.ndarray | None = None) -> torch.Tensor:
         """``array`` (read-only numpy, never written) on the device, rows ``index`` of its
@@ -256,7 +275,7 @@ class LazyAttention:
             tensor = tensor[..., torch.from_numpy(index), :]
         return tensor.to(self.device)
 
-    def _addition(self, array: np.ndarray | None, heads: list[int]):
+    def _addition(self, array: np.ndarray | None, heads: list[int], k_index: np.ndarray):
         """A recorded ``[batch, head, query, key]`` addition (bias, additive mask) of this
         sequence: a function of ``(start, stop, ke)`` giving its block ``[head or 1, rows,
         keys]`` on the device, cut to the real queries and keys (an addition shared by every
@@ -266,8 +285,11 @@ class LazyAttention:
         seq = array[min(self.batch, array.shape[0] - 1)]  # [head or 1, query, key]
         index = [0] if seq.shape[0] == 1 else [min(h, seq.shape[0] - 1) for h in heads]
 
+        rows = self.q_index if seq.shape[1] > 1 else np.zeros(len(self.q_index), int)
+        keys = k_index if seq.shape[2] > 1 else np.zeros(len(k_index), int)
+
         def block(start: int, stop: int, ke: int) -> torch.Tensor:
-            cut = seq[index][:, self.q_index[start:stop]][:, :, self.k_index[:ke]]
+            cut = seq[index][:, rows[start:stop]][:, :, keys[:ke]]
             return torch.from_numpy(np.ascontiguousarray(cut, dtype=np.float32)).to(self.device)
 
         return block
@@ -288,8 +310,9 @@ class LazyAttention:
         rows = range(self.shape[2]) if rows is None else rows
         group = self.n_heads // call.k.shape[1]
         b = self.batch
+        keys = self.keys(layer)  # the tokens' keys, then any that are not tokens
         q = self._tensor(call.q[b], self.q_index)  # [head, query, d]
-        k = self._tensor(call.k[b], self.k_index)  # [kv head, key, d]
+        k = self._tensor(call.k[b], keys)  # [kv head, key, d]
         index = torch.tensor(heads, device=self.device)
         if not scores:  # scaled once here rather than every block of scores
             q = q * float(call.scaling)
@@ -307,23 +330,26 @@ class LazyAttention:
 
             def product(start: int, stop: int, ke: int) -> torch.Tensor:
                 return torch.matmul(q[:, start:stop], k[:, :ke].transpose(1, 2))
-        bias = self._addition(call.bias, heads)
+        bias = self._addition(call.bias, heads, keys)
         additive = None if call.mask is None or call.mask.dtype == bool else self._addition(
-            call.mask, heads)
+            call.mask, heads, keys)
         mask = self._mask(layer)
         forbidden = None if mask.everything else mask.forbidden(self.device)
         sinks = None if call.sinks is None or scores else torch.from_numpy(
             np.asarray(call.sinks, np.float32)[heads]).to(self.device)
-        n_k = self.shape[3]
-        for start, stop in row_slices(rows, rows_per_block(len(heads), n_k, budget, align[0])):
-            ke = n_k if scores else min(n_k, -(-mask.extent(start, stop) // align[1]) * align[1])
-            k0 = n_k if scores or forbidden is None else mask.first_forbidden(start, stop)
-            yield Block(start, recompute(  # [head, rows, keys]
+        n_k, n_all = self.shape[3], len(keys)
+        for start, stop in row_slices(rows, rows_per_block(len(heads), n_all, budget, align[0])):
+            ke = n_all if scores else min(n_all,
+                                          -(-mask.extent(start, stop) // align[1]) * align[1])
+            k0 = n_all if scores or forbidden is None else mask.first_forbidden(start, stop)
+            weights = recompute(  # [head, rows, keys]
                 product(start, stop, ke), call, scaled=not scores,
                 bias=None if bias is None else bias(start, stop, ke),
                 additive=None if additive is None or scores else additive(start, stop, ke),
                 forbidden=forbidden[start:stop, k0:ke] if k0 < ke else None, masked_from=k0,
-                sinks=sinks, dead=mask.dead(start, stop), scores=scores))
+                sinks=sinks, dead=mask.dead(start, stop), scores=scores)
+            # keys that are not tokens took their share of each row; they are not shown
+            yield Block(start, weights[..., :n_k] if ke > n_k else weights)
 
     def scores(self, layer: int, head: int) -> np.ndarray:
         """Scores before the mask, position bias and soft-capping included: ``[query, key]``."""

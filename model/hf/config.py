@@ -27,9 +27,16 @@ SINUSOIDAL = ("marian", "m2m_100", "nllb-moe")
 
 
 def _first(config, *names: str):
-    """The first of ``names`` the config sets to something other than None (else None)."""
+    """The first of ``names`` the config sets to something other than None (else None); a size
+    that differs between layers (Gemma 4's per-layer configs, Gemma 3n's per-layer lists) is read
+    as its largest."""
     for name in names:
-        value = getattr(config, name, None)
+        try:
+            value = getattr(config, name, None)
+        except RuntimeError:  # transformers: a per-layer attribute read from the global config
+            value = [getattr(layer, name, None) for layer in config.per_layer_config]
+        if isinstance(value, (list, tuple)):
+            value = max((v for v in value if isinstance(v, (int, float))), default=None)
         if value is not None:
             return value
     return None
@@ -86,13 +93,41 @@ def rope_theta(config) -> float | None:
 
 def read_positions(config) -> PositionInfo:
     """The positional scheme with its base, the longest input and any sliding window."""
-    window = getattr(config, "sliding_window", None)
+    window = _first(config, "sliding_window")
     if getattr(config, "use_sliding_window", True) is False:
         window = None
-    limit = getattr(config, "max_position_embeddings", None)
+    limit = _first(config, "max_position_embeddings")
     return PositionInfo(positional_scheme(config), rope_theta=rope_theta(config),
-                        max_positions=int(limit) if limit else None,
+                        max_positions=int(limit) if limit and limit > 0 else None,  # XLNet: -1
                         sliding_window=int(window) if window else None)
+
+
+# Configs that join two separately trained checkpoints (transformers' EncoderDecoderModel).
+JOINED = ("encoder-decoder", "speech-encoder-decoder", "vision-encoder-decoder")
+
+
+def _joined_dims(config) -> ModelDims:
+    """The sizes of an encoder-decoder whose config holds one config per stack (T5Gemma): the
+    encoder's, with the decoder's layer count.
+
+    Raises:
+        ModelLoadError: it joins two other checkpoints (an EncoderDecoderModel), or its stacks
+            differ in width or heads.
+    """
+    if config.model_type in JOINED:
+        raise ModelLoadError(_("the {model_type} config joins two other checkpoints' configs "
+                               "(an EncoderDecoderModel): load a single checkpoint").format(
+                                   model_type=config.model_type))
+    encoder = read_dims(config.encoder, Family.ENCODER_ONLY)
+    decoder = read_dims(config.decoder, Family.DECODER_ONLY)
+    if (encoder.d_model, encoder.n_heads, encoder.d_head) != (
+            decoder.d_model, decoder.n_heads, decoder.d_head):
+        raise ModelLoadError(_("the {model_type} config's encoder and decoder differ in width or "
+                               "heads: not supported").format(model_type=config.model_type))
+    return ModelDims(d_model=encoder.d_model, n_heads=encoder.n_heads,
+                     n_kv_heads=encoder.n_kv_heads, d_head=encoder.d_head, d_ff=encoder.d_ff,
+                     n_encoder_layers=encoder.n_encoder_layers,
+                     n_decoder_layers=decoder.n_decoder_layers)
 
 
 def read_dims(config, family: Family) -> ModelDims:
@@ -101,12 +136,19 @@ def read_dims(config, family: Family) -> ModelDims:
     Raises:
         ModelLoadError: the config lacks the width or the head count, or holds no layers.
     """
+    if hasattr(config, "encoder") and hasattr(config, "decoder") and \
+            hasattr(config.encoder, "model_type"):
+        return _joined_dims(config)
     d_model = _first(config, "hidden_size", "d_model", "n_embd")
     n_heads = _first(config, "num_attention_heads", "n_head", "num_heads")
-    if not d_model or not n_heads:
-        raise ModelLoadError(_("the {model_type} config names no model width or number of "
-                               "attention heads: not a Transformer this app can read").format(
+    if not n_heads:
+        raise ModelLoadError(_("the {model_type} config names no attention heads: its layers mix "
+                               "tokens without attention weights (state-space, recurrent or "
+                               "Fourier layers), so there is no attention to show").format(
                                    model_type=config.model_type))
+    if not d_model:
+        raise ModelLoadError(_("the {model_type} config names no model width: not a Transformer "
+                               "this app can read").format(model_type=config.model_type))
     d_head = _first(config, "head_dim", "d_kv") or d_model // n_heads
     d_ff = _first(config, "intermediate_size", "d_ff", "encoder_ffn_dim", "n_inner",
                   "ffn_dim") or 4 * d_model
