@@ -40,6 +40,17 @@ SCHEME_NAMES = {"sinusoidal": N_("sinusoidal"), "rope": N_("rope"), "learned": N
                 "relative bias": N_("relative bias")}
 
 
+# How a trace's weights were captured (its ``meta["capture"]``), as pages say it.
+CAPTURE_NAMES = {
+    "own": N_("weights: recorded by the own model's hooks"),
+    "recorded": N_("weights: queries and keys recorded through transformers' attention "
+                   "interface, each head recomputed exactly"),
+    "eager": N_("weights: the model's own eager output_attentions (its attention does not go "
+                "through transformers' attention interface, so every layer's weights are kept "
+                "in memory)"),
+}
+
+
 def named(names: dict[str, str], value) -> str:
     """``value`` (a family, a scheme) by its translated name; an unknown one as it is."""
     return _(names[str(value)]) if str(value) in names else str(value)

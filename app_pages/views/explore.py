@@ -13,13 +13,14 @@ from app_pages.frame.errors import explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import PAGES, script
 from app_pages.frame.run import load_run
-from app_pages.frame.settings import FAMILY_NAMES, SCHEME_NAMES, named
+from app_pages.frame.settings import CAPTURE_NAMES, FAMILY_NAMES, SCHEME_NAMES, named
 from i18n import _
 from model.analysis.cuts import (
     FIT_ABOVE,
     colour_ceiling,
     query_rows,
     region_window,
+    row_shortfall,
     window_mask,
     writes_words,
 )
@@ -100,6 +101,12 @@ grid = viz.heads_grid(summary.grid, rows.labels, k_tokens, allowed=allowed,
                       factors=summary.grid_factors, cols=3 if trace.n_heads % 3 == 0 else 4,
                       zmax=zmax, query_hover=rows.hover,
                       highlight=None if cell is None else (head, *cell))
+shortfall = row_shortfall(weights, allowed) if tuple(factors) == (1, 1) else 0.0  # exact
+if shortfall > 1e-3:
+    st.caption(_("Rows of this head sum to less than 1 (by up to {share:.1%}): the rest goes to "
+                 "what is not a token, a learned attention sink or compressed keys. The weights "
+                 "are shown as the model mixes the values with them, not rescaled.").format(
+                     share=shortfall))
 if fitted:
     st.caption(_("Colours fitted to this layer: the darkest colour is its largest weight away "
                  "from the first token, {zmax:.3f}; weights on the first token (often an "
@@ -177,3 +184,5 @@ st.caption(_("{model} · {family} · {n_layers} layers × {n_heads} heads ({n_kv
            if group > 1 else
            _("{model} · {family} · {n_layers} layers × {n_heads} heads · {positional} positions"
              " · ran on {device} ({dtype})").format(**about))
+if trace.meta.get("capture") in CAPTURE_NAMES:
+    st.caption(named(CAPTURE_NAMES, trace.meta["capture"]))

@@ -1,4 +1,7 @@
-"""Translate: the own translator writes one word at a time; step through what it looked at."""
+"""Translate: a translator writes one word at a time; step through what it looked at.
+
+The own translator by default; the sidebar's model when it is a Hugging Face encoder-decoder
+(NLLB, M2M100, Marian, T5, ...), which translates with its own ``generate``."""
 
 from __future__ import annotations
 
@@ -10,28 +13,42 @@ from app_pages.frame import widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.controls import stepper
 from app_pages.frame.errors import describe_error, explained_errors
+from app_pages.frame.markdown import literal
 from app_pages.frame.settings import settings
 from i18n import N_, _
 from model.analysis.cuts import generation_step, written_words
+from model.meta import Family
 
-SPEC = "own-translator"
+OWN_SPEC = "own-translator"
+BUNDLED_NOT_TRANSLATORS = ("own-random", "minilm", "smollm2")
 MAX_SENTENCE = 300  # characters: the translator reads at most 64 tokens
 EXAMPLES = ("The cat sat on the mat", "The cat chased the mouse because it was hungry",
             "The small dog slept under the table yesterday")
 
 
 st.title(_("Translate English → Chinese"))
-st.caption(_("This page always runs own-translator; the sidebar's model is for the other "
-             "pages."))
-_spec, device = settings()
+chosen, device = settings()
+SPEC = OWN_SPEC
+if chosen and chosen not in (OWN_SPEC, *BUNDLED_NOT_TRANSLATORS):
+    with explained_errors():
+        if get_model(chosen, device).family is Family.ENCODER_DECODER:
+            SPEC = chosen
+if SPEC == OWN_SPEC:
+    st.caption(_("This page runs own-translator unless the sidebar's model is a Hugging Face "
+                 "encoder-decoder (a translation model such as NLLB or M2M100)."))
+else:
+    st.caption(_("Translating with the sidebar's model, {model}, by its own greedy "
+                 "generate.").format(model=literal(SPEC)))
 with explained_errors():
     translator = get_model(SPEC, device)
-vocabulary = translator.english_words()
-with st.expander(_("The translator's English vocabulary ({count} words)").format(
-        count=len(vocabulary))):
-    st.write(" · ".join(vocabulary))
-    st.caption(_("Trained on a synthetic corpus of sentences like “The big dog sat under the "
-                 "table yesterday” and “The cat chased the mouse because it was hungry”."))
+vocabulary = translator.english_words() if hasattr(translator, "english_words") else None
+if vocabulary is not None:
+    with st.expander(_("The translator's English vocabulary ({count} words)").format(
+            count=len(vocabulary))):
+        st.write(" · ".join(vocabulary))
+        st.caption(_("Trained on a synthetic corpus of sentences like “The big dog sat under "
+                     "the table yesterday” and “The cat chased the mouse because it was "
+                     "hungry”."))
 
 OWN = N_("(your own sentence)")  # the option's value; shown translated
 
@@ -51,7 +68,7 @@ typed = st.session_state.get("translate_text")
 if isinstance(typed, str):  # a link's sentence (or an earlier one): the menu says which it is
     if len(typed) > MAX_SENTENCE:
         st.warning(_("The sentence was cut to at most {limit} characters: the translator "
-                     "reads at most 64 tokens.").format(limit=MAX_SENTENCE))
+                     "reads at most 64 tokens.").format(limit=MAX_SENTENCE))  # (own)
         cut = typed[:MAX_SENTENCE]  # at a word's end
         st.session_state["translate_text"] = typed = (
             cut.rsplit(" ", 1)[0] if " " in cut and typed[MAX_SENTENCE] != " " else cut)
@@ -63,9 +80,10 @@ st.session_state.setdefault("translate_text", EXAMPLES[0])
 text = st.text_input(_("English sentence"), key="translate_text", on_change=_own_sentence,
                      max_chars=MAX_SENTENCE)
 if not text.strip():
-    st.info(_("Type an English sentence made of the vocabulary's words."))
+    st.info(_("Type an English sentence made of the vocabulary's words.")
+            if vocabulary is not None else _("Type an English sentence."))
     st.stop()
-with explained_errors(describe=describe_error(SPEC, vocabulary_above=True)):
+with explained_errors(describe=describe_error(SPEC, vocabulary_above=vocabulary is not None)):
     trace = get_trace(SPEC, device, text)
 
 written = written_words(trace)  # words 1..n, then <eos>
