@@ -59,3 +59,11 @@ def seed_trace(own_random):
 def tiny_checkpoints(tmp_path_factory):
     """One tiny random checkpoint per architecture (bert, gpt2, llama, mistral, t5, bart)."""
     return build_tiny_checkpoints(tmp_path_factory.mktemp("tiny-checkpoints"))
+
+
+@pytest.fixture(scope="session")
+def nllb_style(tmp_path_factory):
+    """A tiny NLLB-style translation checkpoint (M2M100 with NLLB's tokenizer)."""
+    from tests.helpers import nllb_style_checkpoint
+
+    return nllb_style_checkpoint(tmp_path_factory.mktemp("nllb"))

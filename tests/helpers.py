@@ -437,3 +437,30 @@ def choose(page, label: str, option: str) -> None:
 def selected(page, label: str) -> str:
     """What the select box labelled ``label`` shows."""
     return page.get_by_role("combobox", name=label, exact=True).first.input_value()
+
+
+def nllb_style_checkpoint(root: Path) -> Path:
+    """A tiny random NLLB-style translation checkpoint under ``root``: an M2M100 model (NLLB's
+    architecture) with an NLLB tokenizer whose vocabulary is the corpus's characters and its
+    200 language codes (``eng_Latn``, ``zho_Hans``, ...), source language English and no target
+    language set, as a user's NLLB checkpoint comes."""
+    import torch
+    from transformers import M2M100Config, M2M100ForConditionalGeneration, NllbTokenizer
+
+    path = root / "nllb-style"
+    if (path / "config.json").exists():
+        return path
+    characters = sorted({c for text in CORPUS for c in text if not c.isspace()})
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "▁": 4}
+    for c in characters:
+        vocab.setdefault(c, len(vocab))
+    tokenizer = NllbTokenizer(vocab=vocab, merges=[], src_lang="eng_Latn")
+    config = M2M100Config(
+        vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+        decoder_ffn_dim=64, max_position_embeddings=128, pad_token_id=1, bos_token_id=0,
+        eos_token_id=2, decoder_start_token_id=2)
+    torch.manual_seed(0)
+    M2M100ForConditionalGeneration(config).eval().save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

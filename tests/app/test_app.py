@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app_pages.frame.navigation import script
 from model import load
 from tests.helpers import SEED_SENTENCE, app_test, plotly_array, shown
 from tests.helpers import figures as _figures
@@ -159,3 +160,37 @@ def test_the_sidebar_keeps_the_users_text_and_model_across_pages_that_hide_them(
     at.switch_page("app_pages/views/explore.py").run()
     assert at.text_area(key="text").value == "a dog slept under the table"
     assert at.selectbox(key="model_choice").value == "own-translator"
+
+
+def test_an_nllb_style_checkpoint_translates_on_translate_and_shows_on_explore(nllb_style):
+    """A user's translation checkpoint (NLLB's tokenizer on M2M100) in the sidebar: Translate
+    uses it with its own greedy generate (Chinese first, forced), Explore shows its heads."""
+    reference = load(str(nllb_style), device="cpu").trace(SEED_SENTENCE)
+    at = app_test("translate", timeout=120, model_choice="other…", model_other=str(nllb_style))
+    assert not at.exception and not at.error
+    assert any("Translating with the sidebar's model" in shown(c.value) for c in at.caption)
+    at.slider(key="step").set_value(1).run()
+    assert not at.exception
+    self_fig, cross_fig, _alignment, topk_fig = _figures(at)
+    last = reference.layers("decoder.cross") - 1
+    np.testing.assert_allclose(plotly_array(cross_fig["data"][0]["x"]),
+                               reference.mean_weights("decoder.cross", last)[0], atol=1e-6)
+    assert topk_fig["layout"]["yaxis"]["ticktext"][0] == "zho_Hans"  # forced: probability 1
+    at.switch_page(script("explore")).run()
+    assert not at.exception and not at.error
+    heatmap = _figures(at)[0]
+    assert plotly_array(heatmap["data"][0]["z"]).shape[1] == len(reference.source_tokens)
+    assert any("attention interface" in shown(c.value) for c in at.caption)
+
+
+@pytest.mark.parametrize("model_type, says", [
+    ("granite_swa", "sum to less than 1"),  # its sink takes the rest of each row
+    ("bloom", "eager output_attentions"),  # its attention bypasses the interface
+    ("qwen3_next", "attention interface")])
+def test_explore_says_how_a_checkpoint_was_captured(model_type, says):
+    from tests.architectures import build, model_types, sweep_root
+
+    path = build(model_type, model_types()[model_type], sweep_root())
+    at = app_test("explore", model_choice="other…", model_other=str(path))
+    assert not at.exception and not at.error
+    assert any(says in shown(c.value) for c in at.caption), [c.value for c in at.caption]

@@ -194,7 +194,7 @@ def test_language_is_per_context_and_unknown_languages_are_refused():
 # English terms, and the text being analysed (its tokens).
 LATIN_OK = {
     # model and file names, units, formats
-    "own-translator", "own-random", "minilm", "smollm2", "smollm2-135m-instruct",
+    "own-translator", "own-random", "nllb", "m2m100", "minilm", "smollm2", "smollm2-135m-instruct",
     "all-minilm-l6-v2", "instruct", "llama", "bert", "gpt", "gpt2", "hugging", "face", "hub",
     "gguf", "cpu", "cuda", "gpu", "auto", "png", "svg", "pdf", "html", "csv", "zip", "npz",
     "utf-8", "utf", "gbk", "gb18030", "windows", "numpy", "load", "mib", "gib", "gb", "mb",

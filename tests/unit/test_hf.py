@@ -12,6 +12,7 @@ from transformers import AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 from model import ModelLoadError, load
 from model.hf import HFModel
 from model.hf.config import detect_family
+from model.hf.labels import display_tokens
 
 TEXTS = ["The cat sat on the mat.", "A dog slept under the table yesterday because it was tired."]
 TARGETS = ["猫 坐 在 垫子 上", "emoji 😀"]
@@ -67,8 +68,17 @@ def test_capture_equals_eager_output_attentions_with_padding(tiny_checkpoints, n
 @pytest.mark.parametrize("name", ["t5", "bart"])
 def test_greedy_output_of_encoder_decoder_models_is_traced_exactly(tiny_checkpoints, name):
     model = HFModel.load(str(tiny_checkpoints[name]), device="cpu")
-    traces = _assert_equal_to_eager(model, TEXTS[:1])
-    assert len(traces[0].target_tokens) > 1
+    trace = _assert_equal_to_eager(model, TEXTS[:1])[0]
+    with torch.inference_mode():  # transformers' own greedy output, independently
+        generated = model.model.generate(**model.tokenizer(TEXTS[:1], return_tensors="pt"),
+                                         max_new_tokens=64, do_sample=False, num_beams=1)[0]
+    labels, _special = display_tokens(model.tokenizer, generated.tolist())
+    # row t reads token t and writes token t + 1: the rows read all but the last token written
+    assert list(trace.target_tokens) == labels[:-1]
+    assert [step.token for step in trace.steps] == labels[1:]
+    for step in trace.steps:  # greedy: each written token is the most probable one
+        assert step.top_k[0][0] == step.token
+        assert step.probability == pytest.approx(step.top_k[0][1])
 
 
 def test_grouped_query_heads_are_expanded_and_their_sharing_reported(tiny_checkpoints):
