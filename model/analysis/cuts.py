@@ -306,3 +306,14 @@ def generation_step(trace: AttentionTrace, step: int, layer: int,
         cross_peak=int(cross_w[t].argmax()), source_tokens=list(trace.source_tokens),
         alignment=cross_w, top_words=words, top_probabilities=[p for _word, p in top],
         top_chosen=words.index(chosen) if chosen in words else None)
+
+
+def row_shortfall(weights: np.ndarray, allowed: np.ndarray) -> float:
+    """The most any row of one exact head ``[query, key]`` that may attend somewhere sums short
+    of 1: the weight a learned attention sink (gpt-oss, Granite's sliding-window models, a logit
+    with no token) or keys that are not tokens (DeepSeek-V4's compressed keys) took from it. 0
+    for heads whose rows sum to 1."""
+    live = allowed.any(axis=1)
+    if not live.any():
+        return 0.0
+    return float(max(0.0, 1.0 - weights[live].sum(axis=1, dtype=np.float64).min()))
