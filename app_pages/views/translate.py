@@ -30,9 +30,11 @@ st.title(_("Translate English → Chinese"))
 chosen, device = settings()
 SPEC = OWN_SPEC
 if chosen and chosen not in (OWN_SPEC, *BUNDLED_NOT_TRANSLATORS):
-    with explained_errors():
+    try:  # the sidebar's checkpoint, when it is a translation model
         if get_model(chosen, device).family is Family.ENCODER_DECODER:
             SPEC = chosen
+    except ValueError:  # it did not load: the other pages say why; this one translates anyway
+        pass
 if SPEC == OWN_SPEC:
     st.caption(_("This page runs own-translator unless the sidebar's model is a Hugging Face "
                  "encoder-decoder (a translation model such as NLLB or M2M100)."))

@@ -9,9 +9,11 @@ through :mod:`.capture` so that tracing costs about one fused forward pass.
 from __future__ import annotations
 
 import contextlib
+import gc
 import pickle
 import re
 import struct
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +48,10 @@ EAGER = "eager"
 # The short input every model is tried on when it loads, to choose and check its route.
 PROBE_TEXT = "The cat sat on the mat."
 PROBE_TARGET = "the cat"
+# How far the recorded weights of the probe may be from the model's eager ones: fused and eager
+# attention differ by float rounding (about 1e-6 per layer), a formula that is not the model's by
+# 0.01 and more.
+PROBE_ATOL = 1e-3
 # What reading a broken or foreign checkpoint raises, from transformers, safetensors, the GGUF
 # reader and torch's unpickler: all become a ModelLoadError.
 LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, StopIteration,
@@ -131,10 +137,36 @@ class HFModel:
         self.route = route or RECORDED
         self.route_reason = ""
         self.forced_bos: int | None = None  # the first token generate must write (NLLB, M2M100)
+        # a translation tokenizer switches its special tokens to the target language while it
+        # reads a target (NLLB, M2M100, Marian): one call at a time for a model many share
+        self._tokenizing = threading.Lock()
+        self._passing = threading.Lock()  # BigBird's passes, one at a time (its mutable mode)
+        self._attention_type = getattr(self.config, "attention_type", None)  # as configured
         # a hybrid model's attention layers (the others state-space or linear), or a looped
         # model's layers as they run: kind -> the model's number of each layer a trace holds,
         # in order; None: every layer once, in order
         self.attention_layers: dict[str, list[int]] | None = None
+
+    @contextlib.contextmanager
+    def _configured_attention(self, n_tokens: int):
+        """BigBird as a freshly loaded checkpoint runs a pass of ``n_tokens``: block-sparse
+        attention, turned into full attention for an input of at most ``(5 + 2 · random
+        blocks) · block size`` tokens. BigBird makes that switch itself inside a pass, on the
+        model for good, and that pass returns no weights; here it is made before each pass, one
+        pass at a time."""
+        if self._attention_type != "block_sparse":
+            yield
+            return
+        most = (5 + 2 * self.config.num_random_blocks) * self.config.block_size
+        with self._passing:
+            target = self.model if hasattr(self.model, "set_attention_type") else \
+                self.model.get_encoder()
+            target.set_attention_type("original_full" if n_tokens <= most else "block_sparse")
+            yield
+
+    def _tokenize(self, *args, **kwargs):
+        with self._tokenizing:
+            return self.tokenizer(*args, **kwargs)
 
     @property
     def module(self) -> torch.nn.Module:
@@ -197,6 +229,7 @@ class HFModel:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         loaded = cls(spec, model, tokenizer, family, device_t, dims)
+        del model  # held by ``loaded`` alone, so that a reload in eager mode frees it
         if family is Family.ENCODER_DECODER:
             loaded.forced_bos = choose_target_language(tokenizer)
 
@@ -245,6 +278,7 @@ class HFModel:
             # a model that chooses its implementation when built: loaded again, the first
             # copy let go before (never two in memory)
             self.model = None
+            gc.collect()
             self.model = reload_eager()
             self.config = self.model.config
 
@@ -276,12 +310,16 @@ class HFModel:
             except LOAD_ERRORS as error:
                 problem = _first_line(error)
             if problem is None or self._some_layers_recorded(calls, inputs):
-                return
+                problem = self._against_eager(calls, inputs)
+                if problem is None:
+                    return
+                self.attention_layers = None
             self.route_reason = problem
         self._set_route(EAGER, reload_eager)
         try:
-            weights = eager_weights(self.model, self.family, inputs, self._layers(),
-                                    some=self.family.single_stack)
+            with self._configured_attention(inputs["input_ids"].shape[1]):
+                weights = eager_weights(self.model, self.family, inputs, self._layers(),
+                                        some=self.family.single_stack)
             self._some_layers_eager(weights)
             self._check_eager(weights)
         except ModelLoadError as error:
@@ -293,6 +331,39 @@ class HFModel:
                                    "eager pass failed ({error})").format(
                 spec=repr(self.name), reason=self.route_reason,
                 error=_first_line(error))) from None
+
+    def _against_eager(self, calls, inputs) -> str | None:
+        """Why the weights recomputed from the probe's recorded ``calls`` are not the model's
+        own eager ``output_attentions`` on it (to :data:`PROBE_ATOL`; rows compared as shares
+        where a sink takes part, since some models return their eager weights before it), or
+        None. A model that cannot switch to eager mode is not compared."""
+        trace = self._make_trace(calls, inputs, 0)
+        self._set_route(EAGER)
+        try:
+            if self.model.config._attn_implementation != "eager":
+                return None
+            maps = eager_weights(self.model, self.family, inputs, None, some=True)
+        except (ModelLoadError, *LOAD_ERRORS):
+            return None  # its eager pass cannot be run: the recorded route is all there is
+        finally:
+            self._set_route(RECORDED)
+        per_kind = self._per_kind(calls)
+        for kind, eager in maps.items():
+            got = trace.stack(kind)  # [layer, head, query, key]
+            expected = eager[:, 0]
+            if self.config.model_type in KEYS_AFTER_TOKENS:
+                expected = expected[..., :got.shape[-1]]  # the tokens' columns
+            if got.shape != expected.shape:
+                return _("its recorded {kind} weights have shape {got}, its eager ones "
+                         "{expected}").format(kind=kind, got=got.shape, expected=expected.shape)
+            if any(call.sinks is not None for call in per_kind[kind]):
+                got = got / np.maximum(got.sum(-1, keepdims=True), 1e-30)
+                expected = expected / np.maximum(expected.sum(-1, keepdims=True), 1e-30)
+            worst = float(np.abs(got - expected).max(initial=0.0))
+            if not worst <= PROBE_ATOL:
+                return _("its recorded {kind} weights differ from its eager output_attentions "
+                         "by up to {worst:.2g}").format(kind=kind, worst=worst)
+        return None
 
     def _some_layers_recorded(self, calls, inputs) -> bool:
         """Whether a model whose attention calls are not one per layer records each of them
@@ -369,6 +440,12 @@ class HFModel:
             if len(heads) > 1:
                 return _("its {kind} layers have different numbers of heads: {counts}").format(
                     kind=kind, counts=sorted(heads))
+        if self.attention_layers is not None:
+            for kind, numbers in self.attention_layers.items():
+                seen = [layer_number(call.module_name) for call in per_kind.get(kind, [])]
+                if seen != numbers:
+                    return _("its {kind} attention ran in layers {seen}, not {numbers}").format(
+                        kind=kind, seen=seen, numbers=numbers)
         extra = set(per_kind) - set(self._layers())
         if extra:
             return _("it makes attention calls of other kinds: {kinds}").format(
@@ -384,12 +461,12 @@ class HFModel:
         """The token counts a trace of ``text`` (and ``target``) would run on, from the
         tokenizer alone; an encoder-decoder writing its own output counts the most it may
         write."""
-        n_source = len(self.tokenizer(text, truncation=False)["input_ids"])
+        n_source = len(self._tokenize(text, truncation=False)["input_ids"])
         if self.family is not Family.ENCODER_DECODER:
             return Lengths(n_source)
         if target is None:
             return Lengths(n_source, MAX_NEW_TOKENS + 1)
-        return Lengths(n_source, len(self.tokenizer(text_target=target)["input_ids"]) + 1)
+        return Lengths(n_source, len(self._tokenize(text_target=target)["input_ids"]) + 1)
 
     def memory_needed(self, n: Lengths) -> int:
         """Peak bytes of a trace of ``n`` tokens: queries and keys kept and heads computed when
@@ -474,7 +551,7 @@ class HFModel:
         # padded on the right: every sequence's real tokens keep positions 0, 1, ..., so a
         # sentence in a batch is computed as it is alone (a left-padded decoder would shift
         # its positions)
-        return self.tokenizer(texts, return_tensors="pt", padding=True, truncation=False,
+        return self._tokenize(texts, return_tensors="pt", padding=True, truncation=False,
                               padding_side="right")
 
     def trace_batch(self, texts: list[str], targets: list[str] | None = None):
@@ -492,7 +569,7 @@ class HFModel:
         device."""
         texts, _targets = check_texts(texts, None)
         inputs = self.prepare_inputs(texts)
-        captured = self._record(inputs)
+        captured = self._captured(inputs)
         traces = tuple(self._make_trace(captured, inputs, b, texts[b]) for b in range(len(texts)))
         per_kind = self._per_kind(captured)
         real = [np.flatnonzero(inputs["attention_mask"][b].bool().cpu().numpy())
@@ -519,7 +596,8 @@ class HFModel:
         or, on the eager route, each kind's weights ``[layer, batch, head, query, key]``."""
         if self.route == EAGER:
             try:
-                return eager_weights(self.model, self.family, inputs, self._layers())
+                with self._configured_attention(inputs["input_ids"].shape[1]):
+                    return eager_weights(self.model, self.family, inputs, self._layers())
             except ModelLoadError as error:
                 raise CaptureError(str(error)) from None
         extra = {"logits_to_keep": 1} if self.family is Family.DECODER_ONLY else {}
@@ -573,7 +651,7 @@ class HFModel:
             return {}
         spans: list = []
         if text is not None and getattr(self.tokenizer, "is_fast", False):
-            spans = self.tokenizer(text, return_offsets_mapping=True)["offset_mapping"]
+            spans = self._tokenize(text, return_offsets_mapping=True)["offset_mapping"]
             if len(spans) != len(ids):
                 spans = []
         return {p: text[slice(*spans[p])] if spans else "" for p in positions}
@@ -662,12 +740,19 @@ class HFModel:
     def _decoder_inputs(self, enc, targets):
         if targets is None:
             return self._generated(enc)
-        labels = self.tokenizer(text_target=targets, return_tensors="pt", padding=True)
+        labels = self._tokenize(text_target=targets, return_tensors="pt", padding=True)
         label_ids = labels["input_ids"].to(self.device)
-        # shifted right behind the start token, as generate writes them (NLLB, M2M100 and
-        # Blenderbot have no prepare_decoder_input_ids_from_labels; the others do the same)
-        decoder_ids = torch.cat([torch.full_like(label_ids[:, :1], self._decoder_start()),
-                                 label_ids[:, :-1]], dim=1)
+        # the model's own shift of labels into decoder inputs (mBART moves its language code to
+        # the front), else shifted right behind the start token, as generate starts (NLLB,
+        # M2M100 and Blenderbot have no prepare_decoder_input_ids_from_labels)
+        prepare = getattr(self.model, "prepare_decoder_input_ids_from_labels", None)
+        try:
+            decoder_ids = prepare(labels=label_ids) if prepare is not None else None
+        except (AttributeError, TypeError, ValueError):  # a config without the start token
+            decoder_ids = None
+        if decoder_ids is None:
+            decoder_ids = torch.cat([torch.full_like(label_ids[:, :1], self._decoder_start()),
+                                     label_ids[:, :-1]], dim=1)
         label_mask = labels["attention_mask"].to(self.device)
         mask = torch.cat([torch.ones_like(label_mask[:, :1]), label_mask[:, :-1]], dim=1)
         return {"decoder_input_ids": decoder_ids, "decoder_attention_mask": mask}
@@ -780,7 +865,7 @@ def _first_set(config, *names: str):
 
 # The codes a multilingual translation tokenizer knows Chinese by (NLLB, M2M100): the language a
 # translation is written in when the tokenizer names none (the lesson's English→Chinese).
-CHINESE_CODES = ("zho_Hans", "zh")
+CHINESE_CODES = ("zho_Hans", "zh", "zh_CN")  # NLLB, M2M100, mBART-50
 
 
 def choose_target_language(tokenizer) -> int | None:
@@ -812,18 +897,22 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
 
 
+_QUIET = threading.Lock()
+
+
 @contextlib.contextmanager
 def _quiet_transformers():
     """transformers' log quiet: switching a model's attention implementation warns of models
     that cannot switch, which :meth:`HFModel._set_route` handles."""
     from transformers.utils import logging
 
-    level = logging.get_verbosity()
-    logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        logging.set_verbosity(level)
+    with _QUIET:  # one at a time, so that the level put back is the one found
+        level = logging.get_verbosity()
+        logging.set_verbosity_error()
+        try:
+            yield
+        finally:
+            logging.set_verbosity(level)
 
 
 class EagerStore(DenseStore):

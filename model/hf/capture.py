@@ -158,14 +158,17 @@ def _record(recorder: Recorder, module, query, key, attention_mask, scaling, kwa
     sinks = kwargs.get("s_aux", getattr(module, "sinks", None))
     name = recorder.module_names.get(id(module), type(module).__name__)
     q, k = _to_numpy(query), _to_numpy(key)
+    mask, bias = recorder.shared(attention_mask), recorder.shared(kwargs.get("position_bias"))
     last = recorder.calls[-1] if recorder.calls else None
-    if last is not None and last.module_name == name and np.array_equal(last.q, q) and \
-            np.array_equal(last.k, k) and float(scaling) == last.scaling:
+    if last is not None and last.module_name == name and last.mask is mask and \
+            last.bias is bias and last.softcap == kwargs.get("softcap") and \
+            float(scaling) == last.scaling and last.causal == causal and \
+            (last.sinks is None) == (sinks is None) and np.array_equal(last.q, q) and \
+            np.array_equal(last.k, k):
         return  # the same weights again, for other values (DiffLlama's two halves of V)
     recorder.calls.append(Call(
         module_name=name, q=q, k=k, scaling=float(scaling),
-        mask=recorder.shared(attention_mask), causal=causal,
-        bias=recorder.shared(kwargs.get("position_bias")),
+        mask=mask, causal=causal, bias=bias,
         softcap=kwargs.get("softcap"),
         sinks=None if sinks is None or not isinstance(sinks, torch.Tensor) else _to_numpy(sinks),
     ))

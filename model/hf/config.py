@@ -141,6 +141,13 @@ def read_dims(config, family: Family) -> ModelDims:
         return _joined_dims(config)
     d_model = _first(config, "hidden_size", "d_model", "n_embd")
     n_heads = _first(config, "num_attention_heads", "n_head", "num_heads")
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    if not n_heads and text is not config:
+        raise ModelLoadError(_("the {model_type} config is of a multimodal model: its text model "
+                               "({text_type}) sits beside a vision or audio tower, and this app "
+                               "reads text-only checkpoints; load the text model on its "
+                               "own").format(model_type=config.model_type,
+                                             text_type=text.model_type))
     if not n_heads:
         raise ModelLoadError(_("the {model_type} config names no attention heads: its layers mix "
                                "tokens without attention weights (state-space, recurrent or "

@@ -81,11 +81,6 @@ def eager_weights(model: torch.nn.Module, family: Family, inputs: dict,
     extra = {"logits_to_keep": 1} if family is Family.DECODER_ONLY else {}
     with torch.inference_mode():
         out = model(**inputs, output_attentions=True, use_cache=False, return_dict=True, **extra)
-        if any(not getattr(out, field, None) for field in FIELDS[family].values()):
-            # BigBird turns its block-sparse attention into full attention for a short input
-            # and returns no weights from the pass in which it did; the next pass returns them
-            out = model(**inputs, output_attentions=True, use_cache=False, return_dict=True,
-                        **extra)
     n_source = inputs["input_ids"].shape[1]
     n_target = inputs["decoder_input_ids"].shape[1] if "decoder_input_ids" in inputs else 0
     lengths = {"encoder.self": (n_source, n_source), "decoder.cross": (n_target, n_source),

@@ -135,6 +135,10 @@ def test_hybrid_models_trace_their_attention_layers_and_say_which(model_type, ro
     trace = model.trace("The cat sat on the mat.")
     numbers = trace.meta["attention_layers"]["decoder.self"]
     assert len(numbers) == trace.layers("decoder.self") < model.dims.n_decoder_layers
+    types = getattr(model.config, "layer_types", None)
+    if isinstance(types, list):  # the layers its config names as attention, in order
+        assert numbers == [i for i, kind in enumerate(types) if "attention" in kind
+                           and "linear" not in kind]
 
 
 @pytest.mark.parametrize("model_type", ["m2m_100", "nllb-moe", "blenderbot", "blenderbot-small",
@@ -169,7 +173,8 @@ def test_a_state_space_config_is_refused_before_any_weights_are_read(root, monke
 
 
 def test_an_input_that_takes_another_path_is_refused_never_shown(root, monkeypatch):
-    """A pass that records fewer calls than the model has layers raises a typed error."""
+    """A pass that records fewer calls than the model has layers raises a typed error, for a
+    trace and for the corpus's batches alike."""
     model = _load("llama", root)
     real = model._record
 
@@ -179,6 +184,60 @@ def test_an_input_that_takes_another_path_is_refused_never_shown(root, monkeypat
     monkeypatch.setattr(model, "_record", one_layer_short)
     with pytest.raises(CaptureError, match="could not be captured exactly"):
         model.trace("The cat sat on the mat.")
+    with pytest.raises(CaptureError, match="could not be captured exactly"):
+        model.attention_batch(["The cat sat on the mat.", "A dog slept."])
+
+
+def test_a_recorded_formula_that_is_not_the_models_falls_back_to_its_eager_weights(
+        root, monkeypatch):
+    """The load compares the recorded weights of its probe sentence with the model's own eager
+    ones: were the recomputation wrong for a model, that model would take the eager route."""
+    import model.hf.capture as capture
+
+    real = capture.recompute
+
+    def without_the_mask(product, call, **kwargs):
+        return real(product, call, **{**kwargs, "forbidden": None})  # the causal mask forgotten
+
+    monkeypatch.setattr(capture, "recompute", without_the_mask)
+    model = _load("llama", root)
+    assert model.route == "eager" and "differ from its eager" in model.route_reason
+    monkeypatch.setattr(capture, "recompute", real)
+    assert _load("llama", root).route == "recorded"
+
+
+def test_a_translation_tokenizer_shared_by_threads_never_mixes_source_and_target(nllb_style):
+    """NLLB's tokenizer switches its special tokens while it reads a target: sources read at
+    the same time still start with the source language."""
+    import sys
+    import threading
+
+    model = load(str(nllb_style), device="cpu")
+    english = model.tokenizer.convert_tokens_to_ids("eng_Latn")
+    firsts, errors = [], []
+
+    def targets():
+        for _ in range(500):
+            model.count_tokens("The cat sat.", target="猫 坐")
+
+    def sources():
+        try:
+            for _ in range(500):
+                firsts.append(int(model._encode(["The cat sat."])["input_ids"][0, 0]))
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns often: without the lock, a few mix
+    try:
+        threads = [threading.Thread(target=targets), threading.Thread(target=sources)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors and set(firsts) == {english}
 
 
 # --- an NLLB-style translation model --------------------------------------------------------
