@@ -48,6 +48,8 @@ def test_sliding_windows_with_sinks_are_the_weights_the_model_mixes_its_values_w
     """An independent reference: each head's weights times the layer's values give exactly the
     attention output the model passes to its output projection (its sink takes the rest)."""
     model = _load(model_type, root)
+    for layer in model.model.model.layers:  # sinks of some weight (a random model's are 0)
+        layer.self_attn.sinks.data.copy_(torch.linspace(0.0, 3.0, len(layer.self_attn.sinks)))
     text = "A dog slept under the table yesterday because it was tired."
     trace = model.trace(text)
     config = model.config
@@ -75,13 +77,15 @@ def test_sliding_windows_with_sinks_are_the_weights_the_model_mixes_its_values_w
         for h in range(config.num_attention_heads):
             np.testing.assert_allclose(weights[h] @ values[:, h // group].numpy(),
                                        mixed[:, h].numpy(), atol=1e-5)
-        assert (weights.sum(-1) < 1 - 1e-3).all()  # the sink's share, not renormalised away
+        sums = weights.sum(-1)  # the sink's share is taken, not renormalised away
+        assert (sums <= 1 + 1e-6).all() and (sums < 1 - 1e-3).any()
         n = weights.shape[-1]
         far = np.tril(np.ones((n, n), bool), k=-window)  # keys window or more behind
+        allowed = trace.mask("decoder.self", i)  # the mask the layer received
         if kind == "sliding_attention":
-            assert (weights[:, far] == 0).all()
+            assert (weights[:, far] == 0).all() and not allowed[far].any()
         else:
-            assert (weights[:, far] > 0).all()
+            assert allowed[far].all()
 
 
 def test_differential_attention_shows_one_map_per_layer(root):
