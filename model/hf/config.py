@@ -148,6 +148,14 @@ def read_dims(config, family: Family) -> ModelDims:
                                "reads text-only checkpoints; load the text model on its "
                                "own").format(model_type=config.model_type,
                                              text_type=text.model_type))
+    parts = [name for name, value in vars(config).items()
+             if hasattr(value, "model_type") and _first(value, "num_attention_heads", "n_head",
+                                                         "num_heads")]
+    if not n_heads and parts:
+        raise ModelLoadError(_("the {model_type} config keeps its attention heads in the "
+                               "configs of its parts ({parts}): a model of several Transformers "
+                               "this app does not read").format(
+                                   model_type=config.model_type, parts=", ".join(parts)))
     if not n_heads:
         raise ModelLoadError(_("the {model_type} config names no attention heads: its layers mix "
                                "tokens without attention weights (state-space, recurrent or "

@@ -157,7 +157,7 @@ def test_every_kind_of_encoder_decoder_traces_a_target_and_its_own_translation(
     assert int(trace.target_ids[0]) == model._decoder_start()
 
 
-@pytest.mark.parametrize("model_type", ["mamba", "rwkv", "fnet", "falcon_mamba", "xlstm"])
+@pytest.mark.parametrize("model_type", ["mamba", "rwkv", "fnet", "falcon_mamba", "xlstm", "blt"])
 def test_models_without_attention_are_refused_with_the_reason(model_type, root):
     with pytest.raises(ModelLoadError) as refused:
         _load(model_type, root)
