@@ -457,25 +457,19 @@ def check(model_type: str, task: str, root: Path) -> Row:
     except Skip as reason:
         row.status, row.detail = "skipped", str(reason)
         return row
+    targets = TARGETS if task == "seq2seq" else None
+    step = "load"
     try:
         with _quiet():
             model = load(str(path), device="cpu")
-    except ModelLoadError as refusal:
-        row.status, row.detail = "refused", str(refusal)
-        return row
-    except Exception as error:  # noqa: BLE001
-        row.detail = f"load: {type(error).__name__}: {_first_line(error)}"
-        return row
-    targets = TARGETS if task == "seq2seq" else None
-    try:
-        with _quiet():
+            step = "trace"
             inputs = model.prepare_inputs(TEXTS, targets)
             traces = model.trace_batch(TEXTS, targets)
     except ModelLoadError as refusal:
         row.status, row.detail = "refused", str(refusal)
         return row
     except Exception as error:  # noqa: BLE001
-        row.detail = f"trace: {type(error).__name__}: {_first_line(error)}"
+        row.detail = f"{step}: {type(error).__name__}: {_first_line(error)}"
         return row
     try:
         reference = eager_reference(path, task, model.family.value, inputs)

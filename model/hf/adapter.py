@@ -26,15 +26,15 @@ from model.budget import Lengths, dense_bytes, lazy_bytes
 from model.device import resolve_device
 from model.errors import CaptureError, ModelLoadError
 from model.hf.capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, padded_weights, recording
-from model.hf.checkpoints import cache_dir, from_pretrained, resolve
-from model.hf.config import auto_class, detect_family, read_dims, read_positions
+from model.hf.checkpoints import cache_dir, describe, from_pretrained, resolve
+from model.hf.config import auto_class, detect_family, first_set, read_dims, read_positions
 from model.hf.eager import eager_weights
 from model.hf.labels import display_tokens
 from model.interface import Generation
 from model.meta import TOP_K, Family, ModelDims, PositionInfo, Step, model_facts
 from model.policy import OPEN, LoadPolicy
 from model.reading.batch import AttentionBatch
-from model.store import DenseStore
+from model.store import DenseStore, readonly
 from model.text import check_texts
 from model.trace import AttentionTrace
 
@@ -142,6 +142,7 @@ class HFModel:
         self._tokenizing = threading.Lock()
         self._passing = threading.Lock()  # BigBird's passes, one at a time (its mutable mode)
         self._attention_type = getattr(self.config, "attention_type", None)  # as configured
+        self._probed = None  # (probe inputs, the model's eager weights of them) during a load
         # a hybrid model's attention layers (the others state-space or linear), or a looped
         # model's layers as they run: kind -> the model's number of each layer a trace holds,
         # in order; None: every layer once, in order
@@ -300,7 +301,7 @@ class HFModel:
         except LOAD_ERRORS as error:
             raise ModelLoadError(_("could not load {spec}: it cannot read a short English "
                                    "sentence ({error})").format(
-                spec=repr(self.name), error=_first_line(error))) from None
+                spec=repr(self.name), error=describe(error))) from None
         calls = []
         if self.route == RECORDED:
             self._set_route(RECORDED)
@@ -308,9 +309,10 @@ class HFModel:
                 calls = self._record(inputs)
                 problem = self._recorded_problem(calls, inputs)
             except LOAD_ERRORS as error:
-                problem = _first_line(error)
+                problem = describe(error)
             if problem is None or self._some_layers_recorded(calls, inputs):
                 problem = self._against_eager(calls, inputs)
+                self._probed = None  # the probe's eager weights are not kept past the load
                 if problem is None:
                     return
                 self.attention_layers = None
@@ -330,7 +332,23 @@ class HFModel:
             raise ModelLoadError(_("cannot show the attention of {spec} exactly: {reason}; its "
                                    "eager pass failed ({error})").format(
                 spec=repr(self.name), reason=self.route_reason,
-                error=_first_line(error))) from None
+                error=describe(error))) from None
+
+    def _eager_probe(self, inputs) -> dict[str, np.ndarray] | None:
+        """The model's own eager weights of the probe ``inputs`` (run once per load, kept for
+        the checks that compare with them), or None where it cannot run in eager mode; the
+        model is left on the recorded route."""
+        if self._probed is None or self._probed[0] is not inputs:
+            self._set_route(EAGER)
+            try:
+                maps = None if self.model.config._attn_implementation != "eager" else \
+                    eager_weights(self.model, self.family, inputs, None, some=True)
+            except (ModelLoadError, *LOAD_ERRORS):
+                maps = None
+            finally:
+                self._set_route(RECORDED)
+            self._probed = (inputs, maps)
+        return self._probed[1]
 
     def _against_eager(self, calls, inputs) -> str | None:
         """Why the weights recomputed from the probe's recorded ``calls`` are not the model's
@@ -338,15 +356,9 @@ class HFModel:
         where a sink takes part, since some models return their eager weights before it), or
         None. A model that cannot switch to eager mode is not compared."""
         trace = self._make_trace(calls, inputs, 0)
-        self._set_route(EAGER)
-        try:
-            if self.model.config._attn_implementation != "eager":
-                return None
-            maps = eager_weights(self.model, self.family, inputs, None, some=True)
-        except (ModelLoadError, *LOAD_ERRORS):
-            return None  # its eager pass cannot be run: the recorded route is all there is
-        finally:
-            self._set_route(RECORDED)
+        maps = self._eager_probe(inputs)
+        if maps is None:  # no eager pass to compare with: the recorded route is all there is
+            return None
         per_kind = self._per_kind(calls)
         for kind, eager in maps.items():
             got = trace.stack(kind)  # [layer, head, query, key]
@@ -377,15 +389,10 @@ class HFModel:
         if not self.family.single_stack or not calls or None in numbers or \
                 len(calls) == self._layers()[kind]:
             return False
-        self._set_route(EAGER)
-        try:
-            if self.model.config._attn_implementation != "eager":
-                return False
-            maps = eager_weights(self.model, self.family, inputs, None, some=True)[kind]
-        except (ModelLoadError, *LOAD_ERRORS):
+        found = self._eager_probe(inputs)
+        if found is None or kind not in found:
             return False
-        finally:
-            self._set_route(RECORDED)
+        maps = found[kind]
         self.attention_layers = {kind: numbers}
         if len(maps) == len(calls) and self._recorded_problem(calls, inputs) is None:
             return True
@@ -731,7 +738,7 @@ class HFModel:
                 start = start[0] if start else None
             if start is not None:
                 return int(start)
-        start = _first_set(self.config, "bos_token_id", "pad_token_id")
+        start = first_set(self.config, "bos_token_id", "pad_token_id")
         if start is None:
             raise ModelLoadError(_("{model} names no decoder start token (decoder_start_token_id "
                                    "in its config)").format(model=repr(self.name)))
@@ -859,10 +866,6 @@ def config_attention_layers(config) -> list[int] | None:
     return [i for i, kind in enumerate(types) if kind in ATTENTION_LAYER_TYPES]
 
 
-def _first_set(config, *names: str):
-    return next((getattr(config, n) for n in names if getattr(config, n, None) is not None), None)
-
-
 # The codes a multilingual translation tokenizer knows Chinese by (NLLB, M2M100): the language a
 # translation is written in when the tokenizer names none (the lesson's English→Chinese).
 CHINESE_CODES = ("zho_Hans", "zh", "zh_CN")  # NLLB, M2M100, mBART-50
@@ -892,11 +895,6 @@ def choose_target_language(tokenizer) -> int | None:
     return None
 
 
-def _first_line(error: BaseException) -> str:
-    text = ANSI.sub("", (str(error).strip().splitlines() or [""])[0])
-    return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
-
-
 _QUIET = threading.Lock()
 
 
@@ -924,17 +922,11 @@ class EagerStore(DenseStore):
                  k_index: np.ndarray, causal: bool):
         weights = np.stack([layer[batch][:, q_index][:, :, k_index] for layer in layers])
         super().__init__(weights, causal=causal)
-        self._masks = [readonly_mask(w) for w in self.weights]
+        # a key is allowed where some head gives it weight
+        self._masks = [readonly((w > 0).any(axis=0)) for w in self.weights]
 
     def mask(self, layer: int) -> np.ndarray:
         return self._masks[self._layer(layer)]
-
-
-def readonly_mask(weights: np.ndarray) -> np.ndarray:
-    """Where a layer's ``[head, query, key]`` weights allow attention: bool ``[query, key]``."""
-    allowed = (weights > 0).any(axis=0)
-    allowed.setflags(write=False)
-    return allowed
 
 
 def _padded_eager(layer: np.ndarray, real: list[np.ndarray], device) -> torch.Tensor:

@@ -83,7 +83,7 @@ def _gguf_cache(gguf: Path) -> Path:
     except OSError as error:
         raise ModelLoadError(
             _("could not read the GGUF file {file} ({error})").format(
-                file=gguf.name, error=_describe(error, gguf))) from None
+                file=gguf.name, error=describe(error, gguf))) from None
     digest = hashlib.sha256(f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     return _gguf_root() / f"{gguf.stem}-{digest.hexdigest()[:12]}"
 
@@ -98,7 +98,7 @@ _GGUF_READ_ERRORS = (OSError, EOFError, ImportError, struct.error, ValueError, L
                      TypeError, AttributeError, ArithmeticError, RuntimeError, MemoryError)
 
 
-def _describe(error: BaseException, gguf: Path | None = None) -> str:
+def describe(error: BaseException, gguf: Path | None = None) -> str:
     """``kind: first line of the message``, short, with ``gguf``'s folder left out."""
     kind = type(error)
     name = kind.__name__ if kind.__module__ == "builtins" else (
@@ -141,7 +141,7 @@ def _read_gguf(gguf: Path, trust_remote_code: bool):
             message = _("could not read the GGUF file {file}: it is truncated, damaged or not a "
                         "GGUF file that transformers can convert ({error})")
         raise ModelLoadError(message.format(file=gguf.name,
-                                            error=_describe(error, gguf))) from None
+                                            error=describe(error, gguf))) from None
     # The tensors are already dequantised floats: drop the GGUF quantizer so that they save.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -207,7 +207,7 @@ def _convert_gguf(gguf: Path, trust_remote_code: bool) -> Path:
     except OSError as error:
         raise ModelLoadError(
             _("cannot write to the model cache ({error}): set ATTENTION_EXPLORER_CACHE to a "
-              "writable folder").format(error=_describe(error))) from None
+              "writable folder").format(error=describe(error))) from None
     try:
         converted = not _is_converted(target)  # else another thread or process finished it
         if converted:
@@ -236,7 +236,7 @@ def _convert_locked(gguf: Path, target: Path, trust_remote_code: bool) -> None:
         raise ModelLoadError(
             _("could not write the converted {file} into the model cache ({error}): free some "
               "disk space or set ATTENTION_EXPLORER_CACHE").format(
-                file=gguf.name, error=_describe(error))) from None
+                file=gguf.name, error=describe(error))) from None
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)  # nothing left after a replace

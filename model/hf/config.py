@@ -26,7 +26,7 @@ RELATIVE_BIAS = ("t5", "mt5", "longt5", "umt5")
 SINUSOIDAL = ("marian", "m2m_100", "nllb-moe")
 
 
-def _first(config, *names: str):
+def first_set(config, *names: str):
     """The first of ``names`` the config sets to something other than None (else None); a size
     that differs between layers (Gemma 4's per-layer configs, Gemma 3n's per-layer lists) is read
     as its largest."""
@@ -93,10 +93,10 @@ def rope_theta(config) -> float | None:
 
 def read_positions(config) -> PositionInfo:
     """The positional scheme with its base, the longest input and any sliding window."""
-    window = _first(config, "sliding_window")
+    window = first_set(config, "sliding_window")
     if getattr(config, "use_sliding_window", True) is False:
         window = None
-    limit = _first(config, "max_position_embeddings")
+    limit = first_set(config, "max_position_embeddings")
     return PositionInfo(positional_scheme(config), rope_theta=rope_theta(config),
                         max_positions=int(limit) if limit and limit > 0 else None,  # XLNet: -1
                         sliding_window=int(window) if window else None)
@@ -139,8 +139,8 @@ def read_dims(config, family: Family) -> ModelDims:
     if hasattr(config, "encoder") and hasattr(config, "decoder") and \
             hasattr(config.encoder, "model_type"):
         return _joined_dims(config)
-    d_model = _first(config, "hidden_size", "d_model", "n_embd")
-    n_heads = _first(config, "num_attention_heads", "n_head", "num_heads")
+    d_model = first_set(config, "hidden_size", "d_model", "n_embd")
+    n_heads = first_set(config, "num_attention_heads", "n_head", "num_heads")
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     if not n_heads and text is not config:
         raise ModelLoadError(_("the {model_type} config is of a multimodal model: its text model "
@@ -149,7 +149,7 @@ def read_dims(config, family: Family) -> ModelDims:
                                "own").format(model_type=config.model_type,
                                              text_type=text.model_type))
     parts = [name for name, value in vars(config).items()
-             if hasattr(value, "model_type") and _first(value, "num_attention_heads", "n_head",
+             if hasattr(value, "model_type") and first_set(value, "num_attention_heads", "n_head",
                                                          "num_heads")]
     if not n_heads and parts:
         raise ModelLoadError(_("the {model_type} config keeps its attention heads in the "
@@ -164,14 +164,14 @@ def read_dims(config, family: Family) -> ModelDims:
     if not d_model:
         raise ModelLoadError(_("the {model_type} config names no model width: not a Transformer "
                                "this app can read").format(model_type=config.model_type))
-    d_head = _first(config, "head_dim", "d_kv") or d_model // n_heads
-    d_ff = _first(config, "intermediate_size", "d_ff", "encoder_ffn_dim", "n_inner",
+    d_head = first_set(config, "head_dim", "d_kv") or d_model // n_heads
+    d_ff = first_set(config, "intermediate_size", "d_ff", "encoder_ffn_dim", "n_inner",
                   "ffn_dim") or 4 * d_model
-    n_kv_heads = _first(config, "num_key_value_heads") or n_heads
-    layers = _first(config, "num_hidden_layers", "num_layers", "n_layer") or 0
+    n_kv_heads = first_set(config, "num_key_value_heads") or n_heads
+    layers = first_set(config, "num_hidden_layers", "num_layers", "n_layer") or 0
     if family is Family.ENCODER_DECODER:
-        encoder = _first(config, "encoder_layers", "num_layers") or layers
-        decoder = _first(config, "decoder_layers", "num_decoder_layers") or encoder
+        encoder = first_set(config, "encoder_layers", "num_layers") or layers
+        decoder = first_set(config, "decoder_layers", "num_decoder_layers") or encoder
     elif family is Family.ENCODER_ONLY:
         encoder, decoder = layers, 0
     else:
