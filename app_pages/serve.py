@@ -1,5 +1,5 @@
 """Start the app's server: ``python -m app_pages.serve run app.py [Streamlit's options]`` is
-``streamlit run`` with room for long links.
+``streamlit run`` with room for long links, and the lessons' models loaded as it starts.
 
 A link holds the view's text (up to the server's ``max_chars``, 100,000 characters by default),
 and one such link, percent-encoded, is a request line of up to a few megabytes. Streamlit
@@ -8,6 +8,10 @@ bare "400 Bad Request" page; Streamlit has no option for it. This launcher raise
 ``h11_max_incomplete_event_size`` (its documented setting) for Streamlit's server, so such a
 link opens the app, which cuts the text to ``max_chars`` and says that the text is too long for
 a link (:mod:`app_pages.frame.links`).
+
+While the server starts, a background thread loads the models of ``ATTENTION_EXPLORER_PRELOAD``
+(the own translator, minilm and smollm2 unless told otherwise; :mod:`app_pages.cache.preload`),
+so that the first visitor of a page does not wait for them.
 """
 
 from __future__ import annotations
@@ -41,8 +45,12 @@ def allow_long_links(size: int = MAX_REQUEST_HEAD) -> None:
 
 
 def main() -> None:
-    """``streamlit`` with the same arguments, long links allowed."""
+    """``streamlit`` with the same arguments, long links allowed; ``run`` preloads the models."""
     allow_long_links()
+    if sys.argv[1:2] == ["run"]:
+        from app_pages.cache import preload
+
+        preload.start()
     from streamlit.web.cli import main as streamlit
 
     sys.exit(streamlit(prog_name="streamlit"))

@@ -18,6 +18,9 @@ import pytest
 # Unexpected errors reach the test (AppTest's ``exception``, the browser's stException) instead
 # of the app's one-line message for users: tests must see every failure.
 os.environ.setdefault("ATTENTION_EXPLORER_DEBUG", "1")
+# A served app loads no model before it is asked (a test that wants the preload sets it):
+# each test's server would otherwise load three models, most of them for nothing.
+os.environ.setdefault("ATTENTION_EXPLORER_PRELOAD", "off")
 
 from tests.helpers import SEED_SENTENCE, build_tiny_checkpoints
 

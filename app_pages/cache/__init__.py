@@ -7,5 +7,6 @@ shared between sessions, one computation at a time per session, within the serve
   and the slots that bound the computations running at once;
 - :mod:`.limits`: the server's limits (``ATTENTION_EXPLORER_*``) and the checks made with them
   before anything runs;
-- :mod:`.memory`: freed memory given back to the system.
+- :mod:`.memory`: freed memory given back to the system;
+- :mod:`.preload`: the models loaded as the server starts (``ATTENTION_EXPLORER_PRELOAD``).
 """

@@ -12,7 +12,8 @@ give it back in between, so that a short request asked meanwhile is served after
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -37,19 +38,21 @@ from model.reading.blocks import LayerSummary, head_pooled, mean_pooled, region
 from viz.sizes import GRID_SIDE, TILE_SIDE
 
 
-@st.cache_resource
+# (no spinner for these three: each is made at once, and the server's preload makes them off
+# any page, where a spinner has nowhere to go)
+@st.cache_resource(show_spinner=False)
 def limits() -> Limits:
     """The operator's limits (environment variables, read once per server)."""
     return Limits.from_env()
 
 
-@st.cache_resource
+@st.cache_resource(show_spinner=False)
 def policy() -> LoadPolicy:
     """The operator's load policy for this server's address (read once per server)."""
     return LoadPolicy.from_env(st.get_option("server.address"))
 
 
-@st.cache_resource
+@st.cache_resource(show_spinner=False)
 def shared_cache() -> SharedCache:
     """The one cache of traces and analyses of this server."""
     bounds = limits()
@@ -62,9 +65,22 @@ def get_model(spec: str, device: str = "auto") -> model.LoadedModel:
     return _loading_model(spec.strip(), str(resolve_device(device)))
 
 
+def load_model(spec: str, device: str = "auto") -> model.LoadedModel:
+    """:func:`get_model` outside a page (no spinner): the server's preload
+    (:mod:`app_pages.cache.preload`)."""
+    return _kept(spec.strip(), str(resolve_device(device)))
+
+
 def _loading_model(spec: str, device: str) -> model.LoadedModel:
     with st.spinner(_("Loading the model… (a GGUF file is converted once: ~30 s)")):
-        return _load(spec, device)
+        return _kept(spec, device)
+
+
+def _kept(spec: str, device: str) -> model.LoadedModel:
+    """The model from the cache of models (loaded first if it is not there), noted as loaded."""
+    loaded_model = _load(spec, device)
+    _LOADED.add((spec, device))
+    return loaded_model
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -78,6 +94,54 @@ def _load(spec: str, device: str) -> model.LoadedModel:
 
 
 _LOADING = threading.Lock()
+# The (spec, device) this server has loaded, for a page or as it started
+# (:mod:`app_pages.cache.preload`). One dropped since from the models kept (the fifth loaded)
+# stays listed: a page asking for it again shows get_model's spinner, not get_models's box.
+_LOADED: set[tuple[str, str]] = set()
+
+
+def loaded(spec: str, device: str = "auto") -> bool:
+    """Whether this server has loaded ``spec`` on ``device`` (a page that shows it need not
+    wait, nor ask the user to load it)."""
+    return (spec.strip(), str(resolve_device(device))) in _LOADED
+
+
+def get_models(specs: Iterable[str], device: str = "auto") -> None:
+    """Load the models of ``specs`` this server has not loaded yet, one after another (one
+    model loads at a time), in a box that names the one loading and how long each took; the
+    box stays, collapsed, for the run that loaded them. A model that cannot load is left to
+    the page, which says why where it asks for it (:func:`get_model`)."""
+    device = str(resolve_device(device))
+    waiting = [spec for spec in dict.fromkeys(spec.strip() for spec in specs)
+               if (spec, device) not in _LOADED]
+    if not waiting:
+        return
+    def loading(number: int) -> str:
+        return _("Loading {model} ({number} of {total})…").format(
+            model=waiting[number - 1], number=number, total=len(waiting))
+
+    started = time.perf_counter()
+    done = []
+    with st.status(loading(1), expanded=True) as box:
+        for number, spec in enumerate(waiting, start=1):
+            box.update(label=loading(number))
+            began = time.perf_counter()
+            try:
+                _kept(spec, device)
+            except Exception:  # the page says why, where it asks for the model
+                st.write(_("{model} could not be loaded.").format(model=spec))
+                continue
+            done.append(spec)
+            st.write(_("{model} loaded in {seconds:.1f} s.").format(
+                model=spec, seconds=time.perf_counter() - began))
+        failed = [spec for spec in waiting if spec not in done]
+        if failed:
+            box.update(label=_("Could not load {models}: the page says why.").format(
+                models=", ".join(failed)), state="error", expanded=False)
+        else:
+            box.update(label=_("Loaded {models} in {seconds:.1f} s.").format(
+                models=", ".join(done), seconds=time.perf_counter() - started),
+                state="complete", expanded=False)
 
 
 def memo(key: tuple, what: str, compute: Callable[[], Any], *, spinner: str | None = None,
@@ -117,20 +181,23 @@ def heavy_work(what: str) -> Iterator[None]:
         yield
 
 
-def get_trace(spec: str, device: str, text: str, target: str | None = None) -> model.AttentionTrace:
+def get_trace(spec: str, device: str, text: str, target: str | None = None, *,
+              quiet: bool = False) -> model.AttentionTrace:
     """The attention trace of ``text`` (and ``target``) under ``spec``, shared by every session
     (traces are immutable); a text over the server's memory limit is refused first
-    (:class:`~app_pages.cache.limits.BudgetError`)."""
+    (:class:`~app_pages.cache.limits.BudgetError`). ``quiet``: no spinner (outside a page:
+    the server's preload)."""
     device = str(resolve_device(device))
 
     def trace() -> model.AttentionTrace:
-        loaded = get_model(spec, device)
+        loaded = load_model(spec, device) if quiet else get_model(spec, device)
         # refused before the model runs when the text needs more than a request may
         check_request(loaded, loaded.count_tokens(text, target), limits().request_bytes)
         return loaded.trace(text, target=target)
 
     return memo(("trace", spec, device, text, target), _("tracing the text"), trace,
-                spinner=_("Running the model and capturing attention…"), readonly=False)
+                spinner=None if quiet else _("Running the model and capturing attention…"),
+                readonly=False)
 
 
 def get_generation(spec: str, device: str, text: str, new_tokens: int | None = None):

@@ -223,9 +223,50 @@ def _page_paths() -> list[str]:
     return [page.url_path for page in PAGES]
 
 
+# Streamlit's page pushes a new history entry whenever the app changes the URL's parameters
+# (``handlePageInfoChanged``), and :func:`publish` changes them on every run that changes the
+# view, twice after a page switch (Streamlit clears them before it switches, then the new page
+# writes its own): going from a lesson's "See it" to Explore took three presses of Back to
+# undo, and every widget changed on a page one more, each reopening the same view (a session
+# reads its link once). This makes a change of the parameters on the same page replace the
+# page's entry, so that the history holds one entry per page visited; a change of page
+# (Streamlit's own push, to another path) still pushes. It is installed once per browser page
+# (a script element rendered again does not run again, and the flag keeps a second copy from
+# wrapping the first). The first page a tab opens keeps the entry it was opened with, bare,
+# before its parameters: the first run writes them before the script has run.
+ONE_ENTRY_PER_PAGE = """<script>
+(() => {
+  if (window.__attentionExplorerHistory) return;
+  window.__attentionExplorerHistory = true;
+  const push = window.history.pushState.bind(window.history);
+  window.history.pushState = function (state, title, url) {
+    try {
+      const next = new URL(url, window.location.href);
+      if (next.origin === window.location.origin
+          && next.pathname === window.location.pathname) {
+        return window.history.replaceState(state, title, url);
+      }
+    } catch (error) { /* a URL it cannot read: as Streamlit asked */ }
+    return push(state, title, url);
+  };
+})();
+</script>"""
+# A code block's copy button floats over its top right corner (24 px, 12 px from the edge, on
+# hover): the link's text keeps out of that corner, so no character of it (the port, at the end
+# of the first line in the narrow sidebar) is ever under the button. (The panel is drawn twice
+# a run into one slot, so its container cannot carry a key to select it by: the sidebar's code
+# blocks are the link's.) The element of the script and this style (nothing else: nothing to
+# see) takes no gap in the sidebar.
+PANEL_STYLE = """<style>
+[data-testid="stSidebar"] [data-testid="stCode"] pre { padding-right: 2.75rem; }
+[data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > script:first-child
+                                        + style:last-child) { display: none; }
+</style>"""
+
+
 def panel(spec: PageSpec, slot, uploaded: bool = False) -> None:
     """The link to this view in ``slot`` (in the sidebar), with a copy button, and what it
-    leaves out."""
+    leaves out; the history keeps one entry per page visited (:data:`ONE_ENTRY_PER_PAGE`)."""
 
     try:
         text = current_text()[0] if spec.reads_text else None
@@ -233,6 +274,7 @@ def panel(spec: PageSpec, slot, uploaded: bool = False) -> None:
         text = None
     link, left_out = publish(spec, text, uploaded)
     with slot.container():
+        st.html(ONE_ENTRY_PER_PAGE + PANEL_STYLE, unsafe_allow_javascript=True)
         with st.expander(_("Link to this view"), icon=":material/link:"):
             st.caption(_("Opens this page with the same model, text, language and settings. "
                          "Copy it with the button at its right."))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.cache.getters import get_model, get_trace
+from app_pages.cache.getters import get_model, get_models, get_trace, loaded
 from app_pages.frame import widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.errors import describe_error
@@ -53,15 +53,22 @@ WHY_THIS_HEAD = {
 }
 
 
-def _loaded() -> set[str]:
-    """The models this session loads (own-translator always)."""
+def _asked() -> set[str]:
+    """The models this session asked to load (own-translator always)."""
     asked = st.session_state.get(LOADED)
     asked = set(asked) if isinstance(asked, list | tuple | set) else set()
     return {name for name in asked if isinstance(name, str)} | {"own-translator"}
 
 
+def _loaded(device: str) -> set[str]:
+    """The models the page shows: those this session asked for, and those the server has
+    loaded already (as it started, app_pages.cache.preload, or for another session), which
+    cost no wait."""
+    return _asked() | {spec for spec, *_rest in COLUMNS if loaded(spec, device)}
+
+
 def _load(*specs: str) -> None:
-    st.session_state[LOADED] = sorted(_loaded() | set(specs))
+    st.session_state[LOADED] = sorted(_asked() | set(specs))
 
 
 def _column(container, spec: str, family: str, examples: str, sees: str, cost: str,
@@ -70,7 +77,7 @@ def _column(container, spec: str, family: str, examples: str, sees: str, cost: s
     container.markdown("#### " + _("{family}: {model}").format(family=_(family), model=spec))
     container.caption(_("Like {examples}.").format(examples=examples))
     container.markdown(_(sees))
-    if spec not in _loaded():
+    if spec not in _loaded(device):
         container.info(_(cost))
         container.button(_("Load {model}").format(model=spec), key=f"fam_load_{spec}",
                          on_click=_load, args=(spec,), icon=":material/download:")
@@ -129,7 +136,8 @@ text = st.text_input(_("Sentence"), key="fam_text", max_chars=MAX_CHARS,
                      help=_("own-translator reads a small English vocabulary (listed on the "
                             "Translate page); minilm and smollm2 read any English text."))
 _spec, device = settings()
-missing = [spec for spec, *_rest in COLUMNS if spec not in _loaded()]
+shown = _loaded(device)
+missing = [spec for spec, *_rest in COLUMNS if spec not in shown]
 if missing:
     st.button(_("Load all three models"), key="fam_load_all", on_click=_load, args=missing,
               icon=":material/download:",
@@ -138,6 +146,8 @@ if missing:
 if not text.strip():
     st.info(_("Type a sentence to see it through the three families."))
     st.stop()
+# the models not loaded yet load first, one after another, in a box that names each
+get_models([spec for spec, *_rest in COLUMNS if spec in shown], device)
 for column, spec_info in zip(st.columns(3), COLUMNS):
     _column(column, *spec_info, text=text, device=device)
 st.caption(_("Why did decoder-only models win? Their pretraining task (continue the text) is "

@@ -2,7 +2,8 @@
 
 The lesson's claims (sat → cat and mat, the → mat, it → cat, 垫子 → mat) are found in a trace:
 :func:`find_pair` returns the layer and head where a pair's weight is largest, computed from
-every head, never a head fixed in advance.
+every head, never a head fixed in advance; where several heads are as large (:data:`TIE`), the
+first of them, layer by layer and head by head.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from model.trace import AttentionTrace
 
 SAT_SENTENCE = "The cat sat on the mat"
 IT_SENTENCE = "The cat chased the mouse because it was hungry"  # §4.1: 猫 追 老鼠 ， 因为 它 饿 了
+# Heads whose weight for a pair is within this of the largest are as large: the lesson's grid
+# writes three decimals, and heads whose softmax saturates differ by float rounding only
+# (垫子 → mat is 0.99999 to 1.00000 in all four heads of the translator's last layer, the
+# largest by 2e-7 in the second: not a head to prefer over the first).
+TIE = 5e-4
 
 
 @dataclass(frozen=True)
@@ -62,11 +68,13 @@ class Found:
 
     Attributes:
         claim: the pair.
-        layer, head: the head with the largest weight.
+        layer, head: the head with the largest weight (the first of :attr:`ties`).
         query, key: the cell (row and column) of the pair in that kind's heatmap.
         weight: the weight there.
         grid: the pair's weight in every head, ``[layer, head]``.
         query_label, key_label: the row's and the column's names, as Explore labels them.
+        ties: every ``(layer, head)`` as large as the largest (within :data:`TIE`), layer by
+            layer and head by head.
     """
 
     claim: Claim
@@ -78,6 +86,7 @@ class Found:
     grid: np.ndarray
     query_label: str
     key_label: str
+    ties: tuple[tuple[int, int], ...] = ()
 
 
 def _position(labels, word: str, occurrence: int, where: str) -> int:
@@ -106,7 +115,8 @@ def pair_weights(trace: AttentionTrace, kind: str, query: int, key: int) -> np.n
 
 
 def find_pair(trace: AttentionTrace, claim: Claim) -> Found:
-    """The layer and head where ``claim``'s pair has its largest weight in ``trace``.
+    """The layer and head where ``claim``'s pair has its largest weight in ``trace``: the
+    first, layer by layer and head by head, of those as large as the largest (:data:`TIE`).
 
     Raises:
         ValueError: a word of the pair is not in the trace (e.g. the translation does not
@@ -114,7 +124,9 @@ def find_pair(trace: AttentionTrace, claim: Claim) -> Found:
     """
     query, key = pair_cell(trace, claim)
     grid = pair_weights(trace, claim.kind, query, key)
-    layer, head = (int(i) for i in np.unravel_index(int(np.argmax(grid)), grid.shape))
+    ties = tuple((int(layer), int(head))  # argwhere: in row-major order, layer by layer
+                 for layer, head in np.argwhere(grid >= grid.max() - TIE))
+    layer, head = ties[0]
     return Found(claim, layer, head, query, key, float(grid[layer, head]), grid,
                  str(query_rows(trace, claim.kind).labels[query]),
-                 str(trace.axes(claim.kind)[1][key]))
+                 str(trace.axes(claim.kind)[1][key]), ties)

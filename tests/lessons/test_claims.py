@@ -19,7 +19,7 @@ from model.lessons.positions import (
     shuffle_order,
     source_ids,
 )
-from model.lessons.see_it import CLAIMS, CONTRAST, Claim, find_pair
+from model.lessons.see_it import CLAIMS, CONTRAST, TIE, Claim, find_pair
 from tests.helpers import SEED_SENTENCE, app_test, figures, plotly_array, tiny_own_model
 
 SENTENCES = [SEED_SENTENCE, "The cat chased the mouse because it was hungry",
@@ -147,8 +147,11 @@ def test_each_claim_is_found_where_its_weight_is_largest_and_at_least_0_4(transl
     weights, query, key = _brute_force(trace, claim)
     assert (found.query, found.key) == (query, key)
     np.testing.assert_allclose(found.grid, weights)
-    assert found.weight == pytest.approx(float(weights.max()))
-    assert weights[found.layer, found.head] == weights.max()
+    assert found.weight == pytest.approx(float(weights.max()), abs=TIE)
+    # the first head as large as the largest (within TIE), layer by layer, head by head
+    first = next((layer, head) for layer in range(weights.shape[0])
+                 for head in range(weights.shape[1]) if weights[layer, head] >= weights.max() - TIE)
+    assert (found.layer, found.head) == first
     assert found.weight >= 0.4
     assert found.query_label.lower() == claim.query and found.key_label.lower() == claim.key
 
@@ -301,9 +304,10 @@ def test_see_it_opens_the_head_where_the_pair_is_largest_with_the_cell_outlined(
     weights, query, key = _brute_force(translator.trace(claim.sentence), claim)
     assert (row, col) == (query, key)
     assert weight >= 0.4
-    assert weight == pytest.approx(float(weights.max()), abs=1e-6)
+    assert weight == pytest.approx(float(weights.max()), abs=TIE)
     layer, head = at.selectbox(key="layer").value, at.selectbox(key="head").value
-    assert weights[layer, head] == weights.max()
+    assert weights[layer, head] >= weights.max() - TIE  # as large as the largest: a tie's first
+    assert weight == pytest.approx(float(weights[layer, head]), abs=1e-6)
     assert at.selectbox(key="kind").value == claim.kind
     assert heatmap["layout"]["yaxis"]["ticktext"][row].lower() == claim.query
     assert heatmap["layout"]["xaxis"]["ticktext"][col].lower() == claim.key

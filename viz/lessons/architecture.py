@@ -222,7 +222,8 @@ def residual_sizes(sizes, sublayers: Sequence[str], *, d_model: int, title: str 
         chosen: a sublayer whose name is drawn bold.
 
     Returns:
-        a figure with four ``go.Bar`` traces, one per part.
+        a figure with four ``go.Bar`` traces, one per part, and the dotted line's entry in
+        the legend (a ``go.Scatter`` without points).
     """
     sizes = np.asarray(sizes, dtype=float)
     if sizes.shape != (len(sublayers), len(SIZE_PARTS)):
@@ -235,9 +236,13 @@ def residual_sizes(sizes, sublayers: Sequence[str], *, d_model: int, title: str 
                hovertemplate="%{y:.3f}<extra>" + _(SIZE_PARTS[part]) + "</extra>")
         for part in range(len(SIZE_PARTS))])
     root = math.sqrt(d_model)
-    fig.add_hline(y=root, line_dash="dot", line_color=GUIDE_COLOR,
-                  annotation_text=_("√d_model = {root:.1f}").format(root=root),
-                  annotation_position="top left")
+    # the line runs beneath the bars and their values, and is named in the legend: a label on
+    # the plot sat on the first group's bars (grey on the grey bar of ‖x‖), whatever the
+    # language or the size of the text
+    fig.add_hline(y=root, line_dash="dot", line_color=GUIDE_COLOR, layer="below")
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=_(
+        "√d_model = {root:.1f}").format(root=root), hoverinfo="skip",
+        line={"color": GUIDE_COLOR, "dash": "dot", "width": 2}))
     fig.update_layout(title=title, barmode="group", height=430, bargap=0.25,
                       margin={"l": 60, "r": 20, "t": 60 if title else 30, "b": 40},
                       legend={"orientation": "h", "y": -0.12})

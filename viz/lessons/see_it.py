@@ -29,7 +29,8 @@ def pair_grid(grids: Sequence[np.ndarray], labels: Sequence[str],
         grids: per pair, ``[layer, head]`` weights (pairs of different kinds may have
             different layer counts; missing cells stay empty).
         labels: one row label per pair (``"sat → cat"``).
-        best: per pair, the ``(layer, head)`` outlined.
+        best: per pair, the ``(layer, head)`` outlined (the first of those as large as its
+            largest: :func:`model.lessons.see_it.find_pair`).
         title: the figure's title.
 
     Returns:
@@ -48,7 +49,9 @@ def pair_grid(grids: Sequence[np.ndarray], labels: Sequence[str],
     customdata[..., 0] = np.array(escape(labels), dtype=object)[:, None]
     customdata[..., 1] = np.array(columns, dtype=object)[None, :]
     fig = go.Figure(go.Heatmap(
-        z=z, customdata=customdata, coloraxis="coloraxis", texttemplate="%{z:.2f}",
+        # three decimals: heads as large as the row's largest (model.lessons.see_it.TIE) write
+        # the same number, and one just below it does not (0.996 against 1.000)
+        z=z, customdata=customdata, coloraxis="coloraxis", texttemplate="%{z:.3f}",
         hoverongaps=False, xgap=1, ygap=1,  # values at the figure's font size
         hovertemplate=_("%{customdata[0]}<br>layer · head %{customdata[1]}<br>"
                         "weight %{z:.4f}<extra></extra>")))
