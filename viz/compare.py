@@ -8,10 +8,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import N_, _
-from viz.heatmap import HOVER_CELLS, _check_pooled, _pooled
-from viz.labels import axis_ticks, escape, labels_that_fit
-from viz.sizes import HEAD_SIDE, SCREEN_PLOT_PX
-from viz.style import DIVERGING_SCALE, themed
+from viz.heatmap import HOVER_CELLS, _check_allowed, _check_pooled, _pooled
+from viz.labels import axis_ticks, escape, fit_ticks
+from viz.sizes import HEAD_SIDE, SCREEN_CHART_PX
+from viz.style import DIVERGING_SCALE, MASK_COLOR, themed
 
 GAP_SIDE = 64  # past this many rows or columns, cells are drawn without gaps between them
 
@@ -33,7 +33,7 @@ BLOCK_DIFFERENCE_HOVER = N_("query block %{y}<br>key block %{x}<br>difference %{
 
 def difference_heatmap(difference, query_labels: Sequence[str], key_labels: Sequence[str], *,
                        title: str = "", subtitle: str = "", max_side: int = HEAD_SIDE,
-                       factors: tuple[int, int] | None = None) -> go.Figure:
+                       factors: tuple[int, int] | None = None, allowed=None) -> go.Figure:
     """``second − first`` of two heads' weights, ``[query, key]``: red where the second
     sentence (or model) attends more, blue where less, white where nothing changed; the
     colour scale is symmetric about 0 and at least ±0.1 wide, so noise stays pale.
@@ -49,13 +49,21 @@ def difference_heatmap(difference, query_labels: Sequence[str], key_labels: Sequ
         query_labels, key_labels: the rows' and columns' labels, one per token (see
             :func:`paired_labels`).
         max_side: longest axis drawn cell by cell when ``factors`` is not given.
+        allowed: optional bool ``[query, key]`` (per token): where the heads may attend.
+            Cells the mask forbids are drawn grey, as the heads draw them, not white: they
+            did not stay the same, they cannot be attended to (a causal model's later keys).
     """
     difference = _check_pooled(np.asarray(difference, dtype=float), query_labels, key_labels,
                                factors)
-    difference, _allowed, rows, cols, note = _pooled(difference, None, list(query_labels),
-                                                     list(key_labels), max_side, factors)
+    allowed = _check_allowed(allowed, (len(query_labels), len(key_labels)))
+    difference, allowed, rows, cols, note = _pooled(difference, allowed, list(query_labels),
+                                                    list(key_labels), max_side, factors)
+    masked = None if allowed is None or allowed.all() else ~allowed
+    if masked is not None:
+        difference = np.where(masked, np.nan, difference)
     subtitle = "<br>".join(part for part in (note, subtitle) if part)
     top = max(0.1, float(np.nanmax(np.abs(difference))) if difference.size else 0.1)
+    y_title = _("query (attending)")
     if len(rows) * len(cols) > HOVER_CELLS:  # named by row and column, not by their tokens
         customdata, hover = None, BLOCK_DIFFERENCE_HOVER if note else POSITION_DIFFERENCE_HOVER
         difference = difference.astype(np.float32)
@@ -68,14 +76,25 @@ def difference_heatmap(difference, query_labels: Sequence[str], key_labels: Sequ
         colorscale=DIVERGING_SCALE, reversescale=True, zmid=0, zmin=-top, zmax=top,
         colorbar={"title": {"text": _("difference")}}, hovertemplate=_(hover),
         xgap=1 if len(cols) <= GAP_SIDE else 0, ygap=1 if len(rows) <= GAP_SIDE else 0))
+    if masked is not None:
+        fig.add_trace(go.Heatmap(
+            z=np.where(masked, 1.0, np.nan).astype(difference.dtype), x=list(range(len(cols))),
+            y=list(range(len(rows))), colorscale=[[0, MASK_COLOR], [1, MASK_COLOR]],
+            showscale=False, hoverinfo="skip", name="masked", xgap=1 if len(cols) <= GAP_SIDE
+            else 0, ygap=1 if len(rows) <= GAP_SIDE else 0))
     heading = f"{title}<br><sup>{subtitle}</sup>" if subtitle else title
-    cell = max(3, min(26, 640 // max(1, len(rows))))
-    fig.update_layout(title={"text": heading}, height=max(360, 160 + cell * len(rows)),
-                      margin={"t": 100 + 20 * subtitle.count("<br>")})
-    fig.update_xaxes(title_text=_("key (attended to)"), side="bottom", tickangle=-45,
-                     **axis_ticks(cols, labels_that_fit(SCREEN_PLOT_PX)))
-    fig.update_yaxes(title_text=_("query (attending)"), autorange="reversed",
-                     **axis_ticks(rows, labels_that_fit(cell * len(rows))))
+    # drawn as viz.attention_heatmap draws a head (its cells, height, margins and labels), so
+    # that beside the two heads its rows line up with theirs
+    cell = max(6, min(48, 640 // max(1, len(rows), len(cols))))
+    fig.update_layout(
+        title={"text": heading},
+        height=max(320, 140 + cell * len(rows), 150 + 7 * len(y_title)),
+        margin={"l": 60, "r": 30, "t": 40 + 20 * (1 + heading.count("<br>")) if heading else 30,
+                "b": 50})
+    fig.update_xaxes(title_text=_("key (attended to)"), side="bottom",
+                     **axis_ticks(cols, len(cols)))
+    fig.update_yaxes(title_text=y_title, autorange="reversed", **axis_ticks(rows, len(rows)))
+    fit_ticks(fig, SCREEN_CHART_PX)
     return themed(fig)
 
 

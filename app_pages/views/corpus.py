@@ -3,6 +3,7 @@ over them with confidence intervals, span attention, and any sentence opened in 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -25,7 +26,7 @@ from app_pages.frame.events import selected_head
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import PAGES, script
 from app_pages.frame.run import random_weights_note
-from app_pages.frame.settings import settings, within
+from app_pages.frame.settings import kind_label, settings, within
 from i18n import _
 from model.analysis.statistics import STATS
 from model.corpus.sentences import (
@@ -47,6 +48,9 @@ from model.corpus.statistics import (
 )
 
 KEPT_FILES = "cp_kept_files"  # the uploaded files, kept while another page is shown
+# What the tables write for a value that does not exist (no interval from one sentence, no
+# span where no token matched): Streamlit's own is "None".
+MISSING = "—"
 
 st.title(_("Corpus"))
 st.caption(_("Run many sentences at once: every head's statistics averaged over them, with a "
@@ -70,7 +74,7 @@ def _files_changed() -> None:
     st.session_state[KEPT_FILES] = None
 
 
-files = st.file_uploader(
+files = widgets.file_uploader(
     _("Sentence files"), type=[f.removeprefix(".") for f in FORMATS], key="cp_files",
     accept_multiple_files=True, max_upload_size=max(1, bounds.corpus_file_bytes >> 20),
     on_change=_files_changed,
@@ -160,10 +164,17 @@ with explained_errors():
     except Cancelled:  # this session's browser has gone: nobody to show it to
         st.stop()
 ran = sentences_ran(table)
-st.success(_("{ran:,} of {count:,} sentences ran on {model}.").format(
-    ran=ran, count=len(sentences), model=spec))
+outcome = _("{ran:,} of {count:,} sentences ran on {model}.").format(
+    ran=ran, count=len(sentences), model=spec)
+if ran == len(sentences):
+    st.success(outcome)
+elif ran:  # a partial run is no success: the averages below leave the others out
+    st.warning(outcome + " " + _("The averages below leave the others out; the list beneath "
+                                 "says why."), icon=":material/warning:")
+else:
+    st.error(outcome, icon=":material/error:")
 if skipped:
-    with st.expander(_("{count:,} sentences left out").format(count=len(skipped))):
+    with st.expander(_("Sentences left out: {count:,}").format(count=len(skipped))):
         for index, message in skipped:
             st.markdown(literal(f"{index + 1}. {sentences[index][:80]}: {message}"))
 if not ran:
@@ -171,7 +182,7 @@ if not ran:
 
 kinds = list(dict.fromkeys(table["kind"].tolist()))
 c1, c2 = st.columns(2)
-name = widgets.selectbox(_("Attention"), kinds, key="cp_kind", container=c1)
+name = widgets.selectbox(_("Attention"), kinds, key="cp_kind", container=c1, format_func=kind_label)
 metrics = defined_statistics(table, name, (*STATS, *([SPAN] if span else [])))
 metric = widgets.selectbox(_("Statistic"), metrics, key="cp_metric", format_func=metric_name,
                            container=c2)
@@ -181,8 +192,8 @@ description = (_(STATS[metric]) if metric in STATS else _(
     queries=span.queries, keys=span.keys))
 event = chart(viz.stats_heatmap(
     summary.mean, metric_name(metric),
-    _("mean over {count:,} sentences · {description}").format(count=ran,
-                                                              description=description),
+    _("mean over {count:,} sentences · {description}").format(
+        count=int(summary.count.max()), description=description),  # where it is defined
     interval=(summary.low, summary.high), counts=summary.count),
     key="cp_heatmap", on_select="rerun", selection_mode="points",
     name=("corpus", name, metric))
@@ -195,31 +206,34 @@ if chosen is not None and chosen != st.session_state.get("cp_clicked"):
 st.session_state["cp_clicked"] = chosen
 
 st.subheader(_("Heads ranked by their mean"))
-ranked = pd.DataFrame(ranked_heads(summary))
-three = st.column_config.NumberColumn(format="%.3f")
-st.dataframe(ranked.rename(columns={
+ranked = pd.DataFrame(ranked_heads(summary)).rename(columns={
     "layer": _("layer"), "head": _("head"), "mean": _("mean"), "low": _("95% CI low"),
-    "high": _("95% CI high"), "sentences": _("sentences")}), hide_index=True, height=240,
-    key="cp_ranked", column_config={_(c): three for c in ("mean", "95% CI low",
-                                                           "95% CI high")})
+    "high": _("95% CI high"), "sentences": _("sentences")})
+three = st.column_config.NumberColumn(format="%.3f")
+# (no fixed height: a short table draws no blank rows under its last)
+st.dataframe(ranked, hide_index=True, key="cp_ranked", placeholder=MISSING,
+             column_config={_(c): three for c in ("mean", "95% CI low", "95% CI high")})
 
 st.subheader(_("Sentence by sentence"))
 c1, c2 = st.columns(2)
 layer = widgets.selectbox(_("Layer"), range(n_layers), key="cp_layer", container=c1)
 head = widgets.selectbox(_("Head"), range(n_heads), key="cp_head", container=c2)
-values = sentence_values(table, name, layer, head, metric, len(sentences))
-queries_per = queries_per_sentence(table, name, len(sentences))
-frame = pd.DataFrame({_("sentence"): sentences,
-                      _("tokens"): [" · ".join(t) if t else "" for t in tokens],
-                      _("length"): queries_per,
-                      f"{metric_name(metric)} · {layer} · {head}": values})
-frame.index = frame.index + 1
+# one row per sentence that ran, numbered as the sentences are (the left-out ones are listed
+# above, with why): no blank rows
+rows = [int(i) for i in np.unique(table["sentence"])]
+values = sentence_values(table, name, layer, head, metric, len(sentences))[rows]
+queries_per = queries_per_sentence(table, name, len(sentences))[rows]
+value_column = f"{metric_name(metric)} · {layer} · {head}"
+frame = pd.DataFrame({_("sentence"): [sentences[i] for i in rows],
+                      _("tokens"): [" · ".join(tokens[i] or ()) for i in rows],
+                      _("length"): queries_per, value_column: values},
+                     index=pd.Index([i + 1 for i in rows]))
 st.caption(_("Select a row to open that sentence in another view, at layer {layer}, head "
              "{head}.").format(layer=layer, head=head))
 picked = st.dataframe(frame, key="cp_table", on_select="rerun", selection_mode="single-row",
-                      height=320, column_config={frame.columns[-1]: three})
-if picked and picked.selection.rows and picked.selection.rows[0] < len(sentences):
-    row = picked.selection.rows[0]
+                      placeholder=MISSING, column_config={value_column: three})
+if picked and picked.selection.rows and picked.selection.rows[0] < len(rows):
+    row = rows[picked.selection.rows[0]]
     if st.session_state.get("upload") is not None:
         st.warning(_("A file is loaded in the sidebar: the other views show it. Remove it (×) "
                      "to open this sentence."))

@@ -4,6 +4,7 @@ progress shown, a clear message for every bad file, and comparisons."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -85,8 +86,8 @@ def test_a_csv_column_and_span_attention_run():
     assert bar.value == 100 and "Ran 30 sentences" in bar.proto.text
     at.selectbox(key="cp_metric").set_value("span").run()
     heatmap = figures(at)[0]
-    assert "from the query tokens it to the key tokens cat|dog" in heatmap["layout"]["title"][
-        "text"]
+    title = " ".join(re.sub(r"<[^>]+>", " ", heatmap["layout"]["title"]["text"]).split())
+    assert "from the query tokens it to the key tokens cat|dog" in title  # however it wraps
     mass = plotly_array(heatmap["data"][0]["z"])
     assert ((mass > 0) & (mass < 1)).all()
     at.selectbox(key="cp_column_pairs.csv").set_value("label").run()  # not run yet
@@ -154,7 +155,7 @@ def test_a_minimal_pair_ranks_the_heads_that_change():
     at = app_test("compare")
     assert not at.exception
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
-    assert titles[0].startswith("A · encoder.self") and titles[2].startswith("B − A")
+    assert titles[0].startswith("A · encoder self-attention") and titles[2].startswith("B − A")
     ranked = at.dataframe[0].value
     assert len(ranked) > 0 and ranked.iloc[0, 2] >= ranked.iloc[-1, 2] > 0
     at.text_input(key="cmp_b").set_value("the cat sat on the mat").run()
@@ -187,3 +188,57 @@ def test_a_click_on_the_heatmap_chooses_the_head_once_and_the_boxes_stay_free():
     at.selectbox(key="cp_layer").set_value(1).run()  # the chart still holds its selection
     assert not at.exception
     assert at.selectbox(key="cp_layer").value == 1
+
+
+PARTIAL = ["the cat sat on the mat because it was tired", "the zebra flew",
+           "the dog sat on the bed because it was tired"]
+
+
+def test_a_partial_run_warns_and_its_tables_have_no_blank_rows_and_write_a_dash():
+    # own-translator knows neither "zebra" nor "flew": sentence 2 is left out
+    at = _corpus(cp_pasted="\n".join(PARTIAL), cp_queries="it", cp_keys="cat")
+    at.button(key="cp_run").click().run()
+    assert not at.exception and not at.success
+    assert "2 of 3 sentences ran on own-translator" in messages(at.warning)
+    assert [e.label for e in at.expander if "left out" in e.label] == ["Sentences left out: 1"]
+    table = at.dataframe(key="cp_table")
+    assert list(table.value.index) == [1, 3]  # numbered as pasted, no blank row for sentence 2
+    assert table.value.iloc[:, 0].tolist() == [PARTIAL[0], PARTIAL[2]]
+    assert (table.value.iloc[:, 1].str.len() > 0).all() and (table.value.iloc[:, 2] > 0).all()
+    at.selectbox(key="cp_metric").set_value("span").run()
+    table, ranked = at.dataframe(key="cp_table"), at.dataframe[0]
+    span = table.value.iloc[:, -1]
+    assert np.isfinite(span.loc[1]) and np.isnan(span.loc[3])  # no "cat" in sentence 3
+    assert ranked.value["sentences"].eq(1).all()  # one sentence: no interval
+    assert ranked.value[["95% CI low", "95% CI high"]].isna().all().all()
+    assert table.proto.placeholder == ranked.proto.placeholder == "—"  # not "None"
+    # a row opens the sentence it shows, whatever was left out above it
+    at.session_state["cp_table"] = {"selection": {"rows": [1], "columns": []}}
+    at.run()
+    assert at.button(key="cp_open").label == "Open sentence 3"
+    at.button(key="cp_open").click().run()
+    assert not at.exception
+    assert at.session_state["text"] == PARTIAL[2]
+
+
+def test_a_run_where_no_sentence_ran_is_an_error_and_a_whole_run_a_success():
+    at = _corpus(cp_pasted="the zebra flew")
+    at.button(key="cp_run").click().run()
+    assert not at.exception and not at.success and not at.warning
+    assert "0 of 1 sentences ran on own-translator" in messages(at.error)
+    assert not at.get("plotly_chart")
+    at.text_area(key="cp_pasted").set_value("\n".join(PARTIAL[::2])).run()
+    at.button(key="cp_run").click().run()
+    assert "2 of 2 sentences ran on own-translator" in messages(at.success)
+    assert not at.warning and not at.error
+
+
+def test_the_statistic_travels_in_the_link():
+    from tests.app.test_links import link_of, opened
+
+    at = opened("corpus", model="own-random", sentences="\n".join(PARTIAL), statistic="self")
+    at.button(key="cp_run").click().run()
+    assert not at.exception and not at.warning
+    assert at.selectbox(key="cp_metric").value == "self"
+    assert "mean over 3 sentences" in figures(at)[0]["layout"]["title"]["text"]
+    assert link_of(at)["statistic"] == "self"

@@ -71,3 +71,23 @@ def test_a_batch_uploaded_in_chromium_is_drawn_and_a_row_opens_in_explore(
             ".xtick text").all_text_contents())
         assert "table" in ticks and "cat" in ticks
         page.screenshot(path=str(SHOTS / f"corpus-opened-{width}x{height}-{scheme}.png"))
+
+
+PARTIAL = ("the cat sat on the mat because it was tired\nthe zebra flew\n"
+           "the dog sat on the bed because it was tired")
+
+
+def test_a_partial_run_is_shown_as_a_warning_not_a_success():
+    from urllib.parse import urlencode
+
+    with served_app() as url, chromium_page(1024, 768) as page:
+        page.goto(f"{url}/corpus?{urlencode({'sentences': PARTIAL})}")  # pasted, by its link
+        wait_for_run(page)
+        click_for_run(page, page.get_by_role("button", name="Run 3 sentences").click)
+        page.locator(".js-plotly-plot .heatmaplayer").first.wait_for(timeout=240_000)
+        settled(page)
+        warning = page.get_by_test_id("stAlertContentWarning")
+        assert "2 of 3 sentences ran on own-translator" in warning.inner_text()
+        assert not page.get_by_test_id("stAlertContentSuccess").count()
+        assert not page.query_selector("[data-testid='stException']")
+        page.screenshot(path=str(SHOTS / "corpus-partial-1024x768-light.png"), full_page=True)
