@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import _
+from viz.numbers import decade_ticks
 from viz.style import (
     ATTENTION_CURVE_COLOR,
     CURRENT_COLOR,
@@ -51,6 +52,10 @@ def complexity_curves(d_model: int, n_current: int, n_max: int | None = None) ->
                               "n < d").format(d=d_model), height=400,
                       margin={"l": 70, "r": 20, "t": 60, "b": 50},
                       legend={"orientation": "h", "y": -0.2})
-    fig.update_xaxes(type="log", title_text=_("sequence length n"), gridcolor=GRID_COLOR)
-    fig.update_yaxes(type="log", title_text=_("operations"), gridcolor=GRID_COLOR)
+    # ticks written in the page's units (Plotly's own, 10k and 1B, are English); hovers in full
+    ops = np.concatenate([fig.data[0].y, fig.data[1].y])
+    fig.update_xaxes(type="log", title_text=_("sequence length n"), gridcolor=GRID_COLOR,
+                     hoverformat=",.0f", **decade_ticks(n[0], n[-1]))
+    fig.update_yaxes(type="log", title_text=_("operations"), gridcolor=GRID_COLOR,
+                     hoverformat=",.0f", **decade_ticks(ops.min(), ops.max()))
     return themed(fig)

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from i18n import _
+from viz.numbers import decade_ticks
 from viz.style import (
     DIVERGING_SCALE,
     GRID_COLOR,
@@ -130,5 +131,6 @@ def rope_periods(periods, title: str) -> go.Figure:
     fig.update_layout(title=title, height=360,
                       margin={"l": 70, "r": 20, "t": 60, "b": 50})
     fig.update_xaxes(title_text=_("pair i (dimensions 2i, 2i+1)"), gridcolor=GRID_COLOR)
-    fig.update_yaxes(title_text=_("positions per turn"), type="log", gridcolor=GRID_COLOR)
+    fig.update_yaxes(title_text=_("positions per turn"), type="log", gridcolor=GRID_COLOR,
+                     **decade_ticks(periods.min(), periods.max()))
     return themed(fig)

@@ -14,7 +14,7 @@ from app_pages.frame.charts import chart
 from app_pages.frame.controls import kind_selector
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
-from app_pages.frame.settings import settings
+from app_pages.frame.settings import kind_name, settings
 from app_pages.lessons.lesson import footer, header
 from i18n import _
 from model.lessons.scaling import (
@@ -140,7 +140,8 @@ if trace is not None:
     chart(figures.scaling_heatmaps(
         live.raw_weights, live.weights, queries, keys, live.sqrt_dk,
         title=_("softmax of one head's scores · {name} · layer {layer} · head {head}").format(
-            name=name, layer=layer, head=head)), key="scale_live", name=(name, layer, head))
+            name=kind_name(name), layer=layer, head=head)), key="scale_live",
+        name=(name, layer, head))
     st.caption(_("The spread of the allowed scores of this head; the largest weight per row, "
                  "averaged over the rows (1 would be one-hot)."))
 

@@ -10,6 +10,7 @@ from app_pages.frame import widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.controls import bounded_analysis, kind_selector
 from app_pages.frame.run import load_run
+from app_pages.frame.settings import kind_name
 from i18n import N_, _
 from model.analysis.cuts import query_rows
 from model.analysis.rollout import SINK_SHARE, rollout_factor, rollout_view
@@ -44,7 +45,7 @@ view = rollout_view(flows[layer], trace.mask(name, 0), trace.axes(name)[1],
                     trace.special(name)[1], first=first, factor=factor)
 drawn = drawn_rollout(view.flow, len(rows.labels), factor=factor, first_key=view.first_key,
                       zmax=view.zmax)
-title = _("Rollout of {name} through layers 0–{layer}").format(name=name, layer=layer)
+title = _("Rollout of {name} through layers 0–{layer}").format(name=kind_name(name), layer=layer)
 if view.left_out:
     title += "<br><sup>" + (_(
         "first token left out (it held {share:.0%} of the weight); each row rescaled to sum "

@@ -11,7 +11,7 @@ from app_pages.frame.markdown import literal
 from app_pages.frame.run import load_run
 from i18n import N_, _
 from model.analysis.costs import attention_costs, longest_axis, parameter_split, stage_shapes
-from viz.numbers import byte_size
+from viz.numbers import byte_size, short_count
 
 # The parts of ``parameter_split``, as the page names them.
 PARTS = {"attention": N_("attention"), "ffn": N_("ffn"), "embeddings": N_("embeddings"),
@@ -33,7 +33,7 @@ st.subheader(_("Parameters"))
 split = parameter_split(run.model)
 cols = st.columns(4)
 for col, key in zip(cols, PARTS):
-    col.metric(_(PARTS[key]), f"{split[key] / 1e6:.2f} M",
+    col.metric(_(PARTS[key]), short_count(split[key], digits=3),
                _("{share:.0%} of all").format(share=split[key] / split["total"]),
                delta_color="off", delta_arrow="off")
 st.caption(_("Lesson §3.5, following the shapes: the FFN holds about 2/3 of a layer's "

@@ -5,15 +5,18 @@ of 猫 / 追 / 老鼠 / 它, and writes every intermediate value rounded to two 
 :func:`hand_steps` does the same, exactly or with the lesson's rounding;
 :func:`run_attention` runs the project's own :func:`model.own.transformer.attention` on the
 same numbers, and :func:`attention_lines` finds, in that function's live source, the lines
-that compute each step. The numbers typed are checked by :func:`.typed.checked_number`.
+that compute each step (:func:`translated_comments` writes their comments in the reader's
+language). The numbers typed are checked by :func:`.typed.checked_number`.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import io
 import math
 import textwrap
+import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +207,43 @@ class SourceLines:
 
 # The markers of attention()'s comments, in the order of the seed's 4.9 listing.
 MARKERS = ("①", "②", "③", "④")
+# attention()'s comments as its source writes them (after the #), in English; the lesson shows
+# them in its reader's language. A test checks that every comment of the function is here.
+CODE_COMMENTS = (
+    N_("the seed's d_k"),
+    N_("① scores: every q against every k -> [batch, head, query, key]"),
+    N_("② mask: forbidden positions get -inf (causal mask / padding)"),
+    N_("③ softmax: each row becomes weights summing to 1"),
+    N_("④ weighted sum of V -> [batch, head, query, d_v]"),
+)
+
+
+def _comment_tokens(code: str) -> list[tokenize.TokenInfo]:
+    """The comment tokens of ``code`` (lines of Python); none for code that does not
+    tokenise."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return [token for token in tokens if token.type == tokenize.COMMENT]
+
+
+def comments(code: str) -> list[str]:
+    """The comments of ``code``, each without its ``#``."""
+    return [token.string[1:].strip() for token in _comment_tokens(code)]
+
+
+def translated_comments(code: str) -> str:
+    """``code`` with its comments in the current language: each one of :data:`CODE_COMMENTS`
+    translated, any other as it is; the code itself, and every line's indentation, unchanged."""
+    lines = code.split("\n")
+    for token in reversed(_comment_tokens(code)):  # right to left: nothing still to do moves
+        text = token.string[1:].strip()
+        if text in CODE_COMMENTS:
+            (row, start), (_row, end) = token.start, token.end
+            line = lines[row - 1]
+            lines[row - 1] = line[:start] + "# " + _(text) + line[end:]
+    return "\n".join(lines)
 
 
 def attention_lines(function=None) -> dict[str, SourceLines]:

@@ -197,6 +197,7 @@ LATIN_OK = {
     "own-translator", "own-random", "nllb", "m2m100", "minilm", "smollm2", "smollm2-135m-instruct",
     "all-minilm-l6-v2", "instruct", "llama", "bert", "gpt", "gpt2", "hugging", "face", "hub",
     "gguf", "cpu", "cuda", "gpu", "auto", "png", "svg", "pdf", "html", "csv", "zip", "npz",
+    "txt", "md", "tsv", "jsonl",
     "utf-8", "utf", "gbk", "gb18030", "windows", "numpy", "load", "mib", "gib", "gb", "mb",
     "kb", "float32", "float16", "bfloat16", "cividis", "viridis", "english", "ctrl", "enter",
     "nats", "tiny", "checkpoint", "my", "models", "id", "own",
@@ -226,19 +227,20 @@ def _strings_of(element) -> list[str]:
 def _figure_strings(figure: dict) -> list[str]:
     found = []
 
-    def walk(node, key=""):
+    def walk(node, key="", shown=("text", "hovertemplate", "name", "title")):
         if isinstance(node, dict):
             for k, v in node.items():
-                walk(v, k)
+                walk(v, k, shown)
         elif isinstance(node, list) and key not in ("x", "y", "z", "customdata", "text",
                                                     "ticktext", "tickvals", "colorscale"):
             for v in node:
-                walk(v, key)
-        elif isinstance(node, str) and key in ("text", "hovertemplate", "name", "title"):
+                walk(v, key, shown)
+        elif isinstance(node, str) and key in shown:
             found.append(node)
 
     layout = figure.get("layout", {})
-    walk(layout)
+    walk(layout, shown=("text", "hovertemplate", "title"))  # an annotation's or a shape's
+    # name is never drawn (it names them for templates and tests)
     for trace in figure.get("data", []):
         # a trace's name is seen only in a legend: heatmaps have none, and hidden entries
         # and hover boxes ending in <extra></extra> never show it
@@ -271,13 +273,24 @@ def visible_strings(at) -> list[str]:
 
 def english_words(text: str, allowed: set[str]) -> list[str]:
     """Latin-letter words of ``text`` a Chinese page should not show."""
-    text = re.sub(r"<script>.*?</script>", " ", text, flags=re.DOTALL)  # not shown
+    text = re.sub(r"<script>.*?</script>|<style>.*?</style>", " ", text,
+                  flags=re.DOTALL)  # not shown
     text = html.unescape(text)  # user text is written with character references (literal())
     text = re.sub(r"%\{[^}]*\}|<[^>]+>|&#?\w+;|https?://\S+|:material/\w+:", " ", text)
     text = re.sub(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$", " ", text, flags=re.DOTALL)  # code, maths
     words = re.findall(r"[A-Za-z][A-Za-z0-9_\-]*", text)
     return [w for w in words if w.lower() not in allowed and len(w) > 1
             and not re.fullmatch(r"[A-Z]|[A-Z]\d*|[a-z]\d+|L\d+|[QKV]|x\d*", w)]
+
+
+# A trace's names for its attention kinds (model.meta.Family.kinds): the API's, never shown.
+RAW_KIND = re.compile(r"\b(?:encoder|decoder)\.(?:self|cross)\b")
+
+
+def raw_kinds(at) -> list[str]:
+    """The texts of a page (its figures' titles and hovers, its menus' options, its captions)
+    that name an attention kind by its trace name rather than in words."""
+    return [text[:120] for text in visible_strings(at) if RAW_KIND.search(text)]
 
 
 @pytest.fixture(scope="module")
@@ -305,12 +318,14 @@ def test_every_page_renders_in_chinese_without_english_left(page, vocabulary):
     assert not left, "English left on a Chinese page:\n" + "\n".join(
         f"{words} in {text!r}" for text, words in list(left.items())[:15])
     assert any(re.search(r"[\u4e00-\u9fff]", t) for t in visible_strings(at))
+    assert not raw_kinds(at), raw_kinds(at)  # "decoder.self" passes the word check above
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page or "start")
 def test_every_page_renders_in_english(page):
     at = app_test(page, lang="en", model_choice="own-translator", text=SEED_SENTENCE)
     assert not at.exception, at.exception
+    assert not raw_kinds(at), raw_kinds(at)  # English gets English words too
     # the lesson's Chinese examples (the translator's words, 猫 追 老鼠 它 of §4.3: by hand)
     # and the language switch's 中文 may show
     known = ("猫 坐 在 垫子 上", "垫子", "老鼠", "猫", "坐", "在", "上", "追", "它", "中文")
@@ -321,3 +336,77 @@ def test_every_page_renders_in_english(page):
         if re.search(r"[\u4e00-\u9fff]", text):
             chinese.append(text)
     assert not chinese, chinese[:5]
+
+
+# --- Chinese everywhere a reader looks: kinds, Streamlit's and Plotly's own words --------------
+
+def test_attention_kinds_are_named_in_the_lessons_words():
+    from app_pages.frame.settings import kind_label, kind_name
+    from model.meta import Family
+
+    kinds = {kind for family in Family for kind in family.kinds}
+    assert kinds == {"encoder.self", "decoder.self", "decoder.cross"}  # every name a trace has
+    expected = {"encoder.self": ("encoder self-attention", "编码器自注意力"),
+                "decoder.self": ("decoder masked self-attention", "解码器掩码自注意力"),
+                "decoder.cross": ("cross-attention", "交叉注意力")}
+    for kind, (english, chinese) in expected.items():
+        with i18n.use("en"):
+            assert kind_name(kind) == english
+            assert kind not in kind_label(kind) and "attention" in kind_label(kind)
+        with i18n.use("zh"):
+            assert kind_name(kind) == chinese
+            assert chinese in kind_label(kind)
+            assert not re.search(r"[A-Za-z]", kind_label(kind)), kind_label(kind)
+    with i18n.use("zh"):
+        assert kind_label("decoder.cross") == "解码器交叉注意力（目标 → 源）"
+        assert kind_name("somewhere.else") == "somewhere.else"  # an unknown one as it is
+
+
+def _titles(at) -> list[str]:
+    return [json.loads(chart.proto.spec)["layout"].get("title", {}).get("text", "")
+            for chart in at.get("plotly_chart")]
+
+
+def test_explore_names_every_kind_in_chinese_in_its_menu_and_its_titles():
+    with i18n.use("zh"):
+        at = app_test("explore", lang="zh", model_choice="own-translator", text=SEED_SENTENCE)
+        assert not at.exception, at.exception
+        menu = at.selectbox(key="kind")
+        assert list(menu.options) == ["编码器自注意力", "解码器掩码自注意力",
+                                      "解码器交叉注意力（目标 → 源）"]
+        for kind, words in (("encoder.self", "编码器自注意力"),
+                            ("decoder.self", "解码器掩码自注意力"),
+                            ("decoder.cross", "交叉注意力")):
+            at.selectbox(key="kind").set_value(kind).run()
+            assert not at.exception, at.exception
+            assert at.selectbox(key="kind").value == kind  # the API's name behind the words
+            title = _titles(at)[0]
+            assert title.startswith(f"{words} · 第 "), title
+            assert not raw_kinds(at), raw_kinds(at)
+
+
+def test_streamlits_own_words_are_chinese_where_the_app_can_set_them():
+    with i18n.use("zh"):
+        at = app_test("head_view", lang="zh", model_choice="own-translator", text=SEED_SENTENCE)
+    assert not at.exception, at.exception
+    assert {box.proto.placeholder for box in at.selectbox} == {"请选择"}
+    assert {box.proto.placeholder for box in at.multiselect} == {"请选择（可多选）"}
+    # the uploader's button and its limits: CSS over Streamlit's English, a caption beneath
+    styles = [html.value for html in at.html if "stFileUploaderDropzone" in html.value]
+    assert styles and '"上传"' in styles[0] and "stFileUploaderDropzoneInstructions" in styles[0]
+    assert "TXT/MD 文件，每个最大 1 MB" in [caption.value for caption in at.caption]
+    # Plotly's toolbar: its locale and that locale's words, from the catalog
+    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    assert config["locale"] == "zh-CN"
+    words = config["locales"]["zh-CN"]["dictionary"]
+    assert words["Zoom"] == "缩放" and words["Reset axes"] == "重置坐标轴"
+    assert words["Download plot as a PNG"] == "下载为 PNG 图片"
+
+
+def test_in_english_streamlits_own_words_are_left_to_it():
+    at = app_test("head_view", lang="en", model_choice="own-translator", text=SEED_SENTENCE)
+    assert not at.exception, at.exception
+    assert {box.proto.placeholder for box in at.selectbox} == {"Choose an option"}
+    assert not [html.value for html in at.html if "stFileUploaderDropzone" in html.value]
+    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    assert "locale" not in config and "locales" not in config

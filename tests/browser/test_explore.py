@@ -94,7 +94,7 @@ def test_clicking_a_model_view_tile_opens_that_head_in_explore():
         x = box["x"] + box["width"] * (2 * 7 + 2.5) / 28
         y = box["y"] + box["height"] * (1 * 7 + 2.5) / 21
         click_for_run(page, lambda: (page.mouse.move(x, y), page.mouse.click(x, y)))
-        page.get_by_text("encoder.self · layer 1 · head 2").wait_for(timeout=120_000)
+        page.get_by_text("encoder self-attention · layer 1 · head 2").wait_for(timeout=120_000)
         assert urlsplit(page.url).path.endswith("/explore")  # (the query holds the view)
         nav = page.get_by_test_id("stSidebarNav").get_by_text("Model view", exact=True)
         click_for_run(page, nav.click)  # the run the page switch asked for, and any it led to
@@ -152,9 +152,9 @@ def test_after_switching_models_the_selectors_show_what_the_page_draws():
         choose_model(page, "own-translator")
         wait_for_run(page)
         kind, layer, head = (selected(page, label) for label in ("Attention", "Layer", "Head"))
-        assert kind.startswith("decoder.self") and head == "0"
+        assert kind == "decoder masked self-attention" and head == "0"
         title = page.locator(".js-plotly-plot .gtitle").first.text_content()
-        assert title == f"decoder.self · layer {layer} · head 0"
+        assert title == f"decoder masked self-attention · layer {layer} · head 0"
         assert page.locator("[data-testid='stException']").count() == 0
 
 

@@ -16,6 +16,7 @@ from i18n import _
 from viz.heatmap import _hover_data
 from viz.labels import axis_ticks, check_weights, escape, labels_that_fit
 from viz.lessons.layout import EXTRA, NARROW_PX, query_key_hover, slant
+from viz.numbers import linear_ticks
 from viz.style import (
     ATTENTION_CURVE_COLOR,
     BAR_COLOR,
@@ -206,5 +207,6 @@ def cache_bytes(step_labels: Sequence[str], measured, formula, without_gqa, *, s
                      ticktext=escape(step_labels)[::every], tickangle=slant(step_labels),
                      gridcolor=GRID_COLOR)
     fig.update_yaxes(title_text=unit, rangemode="tozero", gridcolor=GRID_COLOR,
-                     tickformat="~s")
+                     **linear_ticks(max(measured.max(), formula.max(), without.max(),
+                                        float(cross))))
     return themed(fig)
