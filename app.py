@@ -14,9 +14,10 @@ import streamlit as st
 import i18n
 from app_pages.frame import links
 from app_pages.frame.charts import EXPORT_CONTEXT, FIGURES, page_downloads
+from app_pages.frame.classroom import classroom
 from app_pages.frame.navigation import PAGES
 from app_pages.frame.settings import choose_language, presenting
-from app_pages.frame.sidebar import sidebar
+from app_pages.frame.sidebar import inputs, sidebar
 from i18n import _
 
 log = logging.getLogger("attention_explorer")
@@ -44,6 +45,7 @@ st.session_state[EXPORT_CONTEXT] = ()  # by each page, so no page names files af
 st.html(f"<script>document.documentElement.lang = "
         f"{'zh-CN' if i18n.language() == 'zh' else 'en'!r};</script>",
         unsafe_allow_javascript=True)
+classroom()  # the stepping keys, and presentation mode's large text
 try:
     sidebar(with_text=spec.reads_text)
     # The link to this view, made before the page runs (a page may stop early, with a
@@ -52,6 +54,8 @@ try:
     link_slot = st.sidebar.empty()
     links.panel(spec, link_slot, uploaded=st.session_state.get("upload") is not None)
     links.notes()
+    if spec.reads_text:
+        inputs()
     current.run()
     page_downloads()
     links.panel(spec, link_slot, uploaded=st.session_state.get("upload") is not None)

@@ -2,7 +2,10 @@
 
 - :mod:`.settings`: the settings every page shares (language, presentation mode, model, device,
   text) in session state, their defaults and names;
-- :mod:`.sidebar`: the shared sidebar that sets them;
+- :mod:`.sidebar`: the shared sidebar that sets them, and the model and text box at the top
+  of the pages that read text;
+- :mod:`.classroom`: presentation mode's large text, the keys that step a page from
+  anywhere, and tables a projector can read;
 - :mod:`.run`: the run of the chosen model on the sidebar's text, through the cache;
 - :mod:`.errors`: an expected error explained as one message on the page (a leaf: the cache
   uses it too);

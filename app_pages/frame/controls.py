@@ -8,18 +8,21 @@ import streamlit as st
 from app_pages.cache.getters import limits
 from app_pages.cache.limits import check_analysis
 from app_pages.frame import widgets
+from app_pages.frame.classroom import STEPPER, keys_caption
 from app_pages.frame.errors import explained_errors
 from app_pages.frame.navigation import script
 from app_pages.frame.run import Run
-from app_pages.frame.settings import KIND_LABELS
+from app_pages.frame.settings import kind_label
 from i18n import N_, _
 
 
 def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:
-    """A select box of the trace's attention kinds."""
+    """A select box of the trace's attention kinds, each named in the lesson's words
+    (:func:`~app_pages.frame.settings.kind_label`); returns the kind's name
+    (``"encoder.self"``)."""
     kinds = kinds or trace.names
     return widgets.selectbox(_("Attention"), kinds, key=key, container=container,
-                             format_func=lambda n: f"{n} · {_(KIND_LABELS[n])}")
+                             format_func=kind_label)
 
 
 # The head statistics' names as shown (the keys of model.analysis.statistics.STATS, and the
@@ -59,10 +62,18 @@ def bounded_analysis(run: Run, name: str, what: str) -> None:
                        limits().analysis_tokens, what)
 
 
-def stepper(label: str, n_steps: int, *, key: str, default: int, container=st,
-            help: str | None = None) -> int:
-    """A step ``1..n_steps`` chosen with previous/next buttons beside a slider, for showing a
-    view one step at a time in class; returns the step."""
+def stepper(label: str, n_steps: int, *, key: str, default: int = 1, container=st,
+            help: str | None = None, lesson: bool = False) -> int:
+    """A step ``1..n_steps`` chosen with previous/next buttons beside a slider, or with the
+    keys from anywhere on the page, for showing a view one step at a time in class; returns
+    the step.
+
+    Args:
+        default: the step a fresh view opens at; the first, so that no step is given away
+            before it is reached.
+        lesson: the page is a lesson (in presentation mode the keys' caption says that they
+            cross to the next and previous lesson).
+    """
 
     def move(by: int) -> None:
         st.session_state[key] = min(max(int(st.session_state.get(key, default)) + by, 1),
@@ -71,11 +82,15 @@ def stepper(label: str, n_steps: int, *, key: str, default: int, container=st,
     if n_steps < 2:  # a slider needs two ends
         st.session_state[key] = 1
         return 1
-    back, middle, forward = container.columns([1, 8, 1], vertical_alignment="bottom")
+    # the keys (← → PageUp PageDown Space, app_pages.frame.classroom) press these buttons
+    box = container.container(key=f"{STEPPER}{key}")
+    back, middle, forward = box.columns([1, 8, 1], vertical_alignment="bottom")
     step = widgets.slider(label, 1, n_steps, default, key=key, container=middle, help=help)
     back.button("", icon=":material/arrow_back:", key=f"{key}_back", on_click=move, args=(-1,),
                 disabled=step <= 1, help=_("Previous step"), use_container_width=True)
     forward.button("", icon=":material/arrow_forward:", key=f"{key}_next", on_click=move,
                    args=(1,), disabled=step >= n_steps, help=_("Next step"),
                    use_container_width=True)
+    with box:
+        keys_caption(lesson=lesson)
     return step

@@ -15,7 +15,7 @@ from model.errors import listed
 
 # Where to go when a model has no token for part of a text.
 READS_ANY_SCRIPT = N_("smollm2 reads any language and script, byte by byte (Chinese "
-                       "included): choose it in the sidebar.")
+                       "included): choose it in the Model box.")
 # What the own models with a fixed vocabulary read, for messages about unknown words.
 READS = {"own-translator": (N_("English words"), "The cat sat on the mat",
                             N_("Chinese words separated by spaces"), "猫 坐 在 垫子 上")}
@@ -50,7 +50,7 @@ def describe_error(spec: str, vocabulary_above: bool = False) -> Callable[[Value
                 model=spec, words=words, source=source)
         return _("{model} does not know: {words}. It reads {source}; the Translate page lists "
                  "its vocabulary. Nothing was dropped. For any text, choose minilm or smollm2 "
-                 "in the sidebar.").format(model=spec, words=words, source=source)
+                 "in the Model box.").format(model=spec, words=words, source=source)
 
     return describe
 

@@ -4,6 +4,7 @@ server's limits stated, what the tokenizer lost said."""
 from __future__ import annotations
 
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -17,7 +18,7 @@ from app_pages.frame.errors import READS_ANY_SCRIPT, describe_error, explained_e
 from app_pages.frame.markdown import literal
 from app_pages.frame.settings import RANDOM_WEIGHTS, current_text, settings, within
 from i18n import _
-from model import AttentionTrace, Family, LoadedModel
+from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
 
 
@@ -78,8 +79,34 @@ def state_limits(loaded: LoadedModel, bounds) -> None:
         analysis=bounds.analysis_tokens))
 
 
+# The bundled model that reads any English text, offered when the chosen one's vocabulary
+# lacks a word of the text: a newcomer's first sentence gives a chart one click later.
+READS_ANY_TEXT = "minilm"
+
+
+def _choose_model(spec: str) -> None:
+    st.session_state["model_choice"] = spec
+
+
+@contextmanager
+def offer_any_text(spec: str):
+    """Where ``spec`` does not know a word of the text: the message, then a button that reads
+    the same text with :data:`READS_ANY_TEXT` (the text is kept); the page stops."""
+    try:
+        yield
+    except UnknownWordsError as error:
+        if error.side == "target" or spec == READS_ANY_TEXT:
+            raise
+        st.error(literal(describe_error(spec)(error)))
+        st.button(_("Read this text with {model} (a pretrained encoder that reads any "
+                    "English text)").format(model=READS_ANY_TEXT), type="primary",
+                  key="read_any_text", on_click=_choose_model, args=(READS_ANY_TEXT,),
+                  icon=":material/swap_horiz:")
+        st.stop()
+
+
 def load_run() -> Run:
-    """The loaded model and the trace of the sidebar's text; explains problems and stops."""
+    """The loaded model and the trace of the page's text; explains problems and stops."""
 
     spec, device = settings()
     bounds = limits()
@@ -95,7 +122,7 @@ def load_run() -> Run:
         st.caption(_("Analysing the uploaded file {name} ({count:,} characters).").format(
             name=literal(upload.name), count=len(text)) + note)
     if not spec:
-        st.info(_("Type a Hugging Face hub id or a local checkpoint path in the sidebar."))
+        st.info(_("Type a Hugging Face hub id or a local checkpoint path under the Model box."))
         st.stop()
     with explained_errors(_("Could not load {model}: ").format(model=spec[:80])):
         loaded = get_model(spec, device)
@@ -103,14 +130,14 @@ def load_run() -> Run:
     random_weights_note(spec)
     if not text.strip():
         st.info(_("The uploaded file {name} holds no text: upload another, or remove it (×) to "
-                  "type in the sidebar.").format(name=literal(upload.name))
+                  "type in the text box.").format(name=literal(upload.name))
                 if upload is not None else
-                _("Type some text in the sidebar to see its attention."))
+                _("Type some text in the box above to see its attention."))
         st.stop()
     if loaded.family is not Family.ENCODER_DECODER:
         target = None
     key = RunKey(spec, device, text, target)
-    with explained_errors(describe=describe_error(spec)):
+    with explained_errors(describe=describe_error(spec)), offer_any_text(spec):
         run = Run(key, loaded, get_trace(*key))
     st.session_state[EXPORT_CONTEXT] = (spec.rsplit("/", 1)[-1], " ".join(text.split()[:6]))
     st.sidebar.download_button(

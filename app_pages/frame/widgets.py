@@ -10,15 +10,21 @@ default of its own, so that the state is its only value.
 
 A value that came from a link (:mod:`app_pages.frame.links`) and is replaced is said on the page:
 the link asked for something this model or text does not have.
+
+The wrappers also give Streamlit's own words in the page's language where the app can: the
+select boxes' placeholders, and the file uploader's button and limits (:func:`file_uploader`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Sequence
 
 import streamlit as st
 
+import i18n
 from app_pages.frame.markdown import literal
 from i18n import _
 
@@ -72,7 +78,8 @@ def _one_of(widget, label: str, options, key: str, index: int, kwargs: dict):
 
 def selectbox(label: str, options, *, key: str, container=st, index: int = 0, **kwargs):
     """``st.selectbox`` whose remembered value falls back to ``options[index]`` when the
-    options lost it."""
+    options lost it; its placeholder in the page's language (Streamlit's own is English)."""
+    kwargs.setdefault("placeholder", _("Choose an option"))
     return _one_of(container.selectbox, label, options, key, index, kwargs)
 
 
@@ -98,7 +105,8 @@ def select_slider(label: str, options, value, *, key: str, container=st, **kwarg
 
 def multiselect(label: str, options, *, key: str, default=(), container=st, **kwargs):
     """``st.multiselect`` that keeps the remembered values ``options`` still offers, or falls
-    back to ``default`` when none is left."""
+    back to ``default`` when none is left; its placeholder in the page's language."""
+    kwargs.setdefault("placeholder", _("Choose options"))
     options = list(options)
     default = [v for v in default if _holds(options, v)]
     if _remembered(key):
@@ -147,3 +155,60 @@ def number_value(key: str, default: float, label: str, limit: float,
                          "{limit:g}; it is back to the lesson's {default:g}.").format(
         label=label, value=str(value)[:20], limit=limit, default=default)))
     st.session_state[key] = default
+
+
+BASES = "_widget_bases"  # what each set of derived widgets was last drawn for
+
+
+def derived(basis, defaults: dict) -> None:
+    """Before drawing widgets whose meaning comes from the text, the model or the step (a span
+    of tokens, a token, a window, a step): when ``basis`` (what they were derived from, e.g.
+    the run's key and the attention kind) differs from the last time this page drew them, they
+    go back to ``defaults``. Written through session state, so that the browser shows the
+    defaults too and never a value left from another text. Their first draw keeps what is
+    remembered (a link's values)."""
+    bases = st.session_state.setdefault(BASES, {})
+    which = tuple(sorted(defaults))
+    fingerprint = hashlib.sha256(repr(basis).encode()).hexdigest()
+    if which in bases and bases[which] != fingerprint:
+        for key, value in defaults.items():
+            st.session_state[key] = value
+    bases[which] = fingerprint
+
+
+# Streamlit's file uploader writes two things of its own, in English, that no argument sets: its
+# button ("Upload") and the line of its limits ("1MB per file • TXT, MD"). In another language
+# the line is hidden and said in a caption beneath, and the button shows its word over the
+# English one (kept for screen readers), by CSS on the test ids Streamlit's own tests select
+# (a Streamlit without them shows its English again, and the caption still holds the limits).
+_DROPZONE = '[data-testid="stFileUploaderDropzone"]'
+_BUTTON_WORD = f'{_DROPZONE} button [data-testid="stMarkdownContainer"] p'
+
+
+def uploader_css() -> str:
+    """The style that puts the uploader's button word and limits in the page's language."""
+    word = json.dumps(_("Upload"), ensure_ascii=False)  # a CSS string, quotes escaped
+    return ("<style>"
+            f'{_DROPZONE} [data-testid="stFileUploaderDropzoneInstructions"] {{display: none;}}'
+            f"{_BUTTON_WORD} {{-webkit-text-fill-color: transparent; position: relative;}}"
+            f"{_BUTTON_WORD}::after {{content: {word}; -webkit-text-fill-color: currentColor;"
+            " position: absolute; inset: 0; text-align: center;}"
+            "</style>")
+
+
+def file_uploader(label: str, type=None, *, key: str, container=st,
+                  max_upload_size: int | None = None, **kwargs):
+    """``st.file_uploader`` (the same arguments) whose button and limits are in the page's
+    language: in English Streamlit's own; in another, :func:`uploader_css` and a caption of
+    the file types and the largest size."""
+    files = container.file_uploader(label, type, key=key, max_upload_size=max_upload_size,
+                                    **kwargs)
+    if i18n.language() != i18n.DEFAULT:
+        container.html(uploader_css())
+        types = [type] if isinstance(type, str) else list(type or ())
+        size = max_upload_size or st.get_option("server.maxUploadSize")
+        text = (_("{types} files, up to {size} MB each") if types else
+                _("Up to {size} MB a file")).format(
+            types="/".join(t.removeprefix(".").upper() for t in types), size=size)
+        container.caption(text)
+    return files

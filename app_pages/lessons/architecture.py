@@ -10,6 +10,7 @@ import streamlit as st
 from app_pages.cache.getters import heavy_work
 from app_pages.frame import widgets
 from app_pages.frame.charts import chart
+from app_pages.frame.classroom import table
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
 from app_pages.frame.settings import presenting
@@ -77,6 +78,7 @@ stack = widgets.selectbox(_("Stack"), stacks, key="arch_stack", container=a,
 n_layers = trace.layers(f"{stack}.self")
 layer = widgets.selectbox(_("Layer"), range(n_layers), key="arch_layer", container=b)
 choices = query_choices(trace, f"{stack}.self")
+widgets.derived((choices, stack), {"arch_token": min(2, len(choices) - 1)})
 token = widgets.selectbox(_("Token"), range(len(choices)), key="arch_token", container=c,
                           index=min(2, len(choices) - 1), format_func=lambda i: choices[i])
 sublayers = [name for name, _residual in SUBLAYERS[stack]
@@ -156,7 +158,7 @@ st.markdown(_("**{sublayer}** at {where}: the vector that comes in has size **{x
               "LayerNorm brings it to **{normed:.2f}**, which goes on to the next sublayer.")
             .format(sublayer=names[chosen], where=literal(where), x=x, update=update,
                     total=total, normed=normed))
-st.dataframe(pd.DataFrame(sizes.round(3), index=names, columns=[_(p) for p in SIZE_PARTS]))
+table(pd.DataFrame(sizes.round(3), index=names, columns=[_(p) for p in SIZE_PARTS]))
 st.caption(_("Sizes are L2 norms of the real vectors, read with hooks on the model's own "
              "modules during one forward pass. LayerNorm gives every vector mean 0 and "
              "variance 1 (a size of √d_model, the dotted line), then its learned scale and "

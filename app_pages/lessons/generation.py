@@ -12,11 +12,12 @@ import viz
 from app_pages.cache.getters import get_generation, get_model
 from app_pages.frame import widgets
 from app_pages.frame.charts import chart
+from app_pages.frame.classroom import table
 from app_pages.frame.controls import stepper
 from app_pages.frame.errors import describe_error, explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
-from app_pages.frame.settings import presenting, settings
+from app_pages.frame.settings import settings
 from app_pages.lessons.lesson import footer, header
 from i18n import _
 from model.lessons.generation import kv_growth, next_words, pattern_at_step
@@ -89,16 +90,17 @@ written = [s.token for s in generation.steps]
 joiner = "" if spec == "smollm2" else " "  # smollm2's tokens carry their spaces
 st.markdown(_("**Read:** {prompt}").format(prompt=literal(joiner.join(
     generation.prompt_tokens))))
-st.markdown(_("**Written, one step each:** {words}").format(
-    words=" · ".join(literal(_shown(w)) for w in written)))
+written_line = st.empty()  # up to the step only: a later step's token is not given away
 
-first_step = 1 if presenting() else min(3, n_steps)
 if st.session_state.pop(RESET, False):
     # Written, not forgotten, so that the browser shows the new model's defaults too.
-    st.session_state.update(gen_step=first_step, gen_layer=dims.n_decoder_layers - 1,
+    st.session_state.update(gen_step=1, gen_layer=dims.n_decoder_layers - 1,
                             gen_head="average")
-step = stepper(_("Generation step"), n_steps, key="gen_step", default=first_step,
+step = stepper(_("Generation step"), n_steps, key="gen_step", lesson=True,
                help=_("At step t the model has written t − 1 tokens and chooses token t."))
+written_line.markdown(_("**Written, one step each:** {words}").format(
+    words=" · ".join([*(literal(_shown(w)) for w in written[:step]),
+                      *(["…"] if step < len(written) else [])])))
 pattern_layer = dims.n_decoder_layers - 1
 left, right = st.columns(2)
 layer = widgets.selectbox(_("Decoder layer"), range(dims.n_decoder_layers), key="gen_layer",
@@ -121,11 +123,19 @@ else:
         step=step, read=literal(_shown(now.read)), word=literal(_shown(now.written)),
         p=now.probability))
 
+
+def _so_far(labels, shown: int) -> list[str]:
+    """``labels`` with those past the first ``shown`` as "?": what a later step reads or
+    writes is not given away before that step."""
+    return [label if i < shown else "?" for i, label in enumerate(labels)]
+
+
 col_pattern, col_next = st.columns([3, 2])
 with col_pattern:
     chart(growing_pattern(
-        now.weights, now.allowed, now.row_labels, now.key_labels, first_new=now.first_new,
-        rows=now.rows, row_hover=now.row_hover, y_title=now.row_title,
+        now.weights, now.allowed, _so_far(now.row_labels, now.rows),
+        _so_far(now.key_labels, now.rows), first_new=now.first_new, rows=now.rows,
+        row_hover=_so_far(now.row_hover, now.rows), y_title=now.row_title,
         title=_("Masked self-attention after step {step} (layer {layer})").format(
             step=step, layer=layer)), key="gen_pattern", share=0.6,
         name=("self-attention", f"step{step}", f"layer{layer}"))
@@ -145,12 +155,14 @@ with col_next:
 st.subheader(_("The KV cache of every layer"))
 col_grid, col_bytes = st.columns(2)
 with col_grid:
-    chart(cache_grid(growth.layers, now.key_labels, before=before, now=now.rows,
+    chart(cache_grid(growth.layers, _so_far(now.key_labels, now.rows), before=before,
+                     now=now.rows,
                      bytes_per_cell=growth.per_token // growth.layers,
                      title=_("Keys and values cached after step {step}").format(step=step)),
           key="gen_cache_grid", share=0.5, name=("kv-cache", f"step{step}"))
 with col_bytes:
-    chart(cache_bytes([f"{i}: {w}" for i, w in enumerate(written, start=1)], growth.total,
+    chart(cache_bytes([f"{i}: {w}" for i, w in enumerate(_so_far(written, step), start=1)],
+                      growth.total,
                       growth.formula, growth.without_gqa, step=step, cross=growth.cross,
                       title=_("KV cache in bytes, step by step")),
           key="gen_cache_bytes", share=0.5, name=("kv-cache-bytes",))
@@ -198,8 +210,8 @@ if growth.cross:
         source=len(generation.prompt_tokens), layers=growth.layers, size=growth.cross))
 
 with st.expander(_("Every step in numbers")):
-    st.dataframe(pd.DataFrame({
-        _("step"): range(1, n_steps + 1), _("written"): written,
+    table(pd.DataFrame({
+        _("step"): range(1, n_steps + 1), _("written"): _so_far(written, step),
         _("tokens cached"): growth.tokens, _("KV cache (bytes, measured)"): growth.total,
         _("formula (bytes)"): growth.formula,
         _("without GQA (bytes)"): growth.without_gqa}), hide_index=True)

@@ -13,7 +13,6 @@ from app_pages.frame.charts import chart
 from app_pages.frame.controls import stepper
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
-from app_pages.frame.settings import presenting
 from app_pages.lessons.lesson import footer, header
 from i18n import N_, _
 from model.lessons.hand import (
@@ -26,6 +25,7 @@ from model.lessons.hand import (
     hand_inputs,
     hand_steps,
     run_attention,
+    translated_comments,
 )
 from model.lessons.typed import LARGEST_INPUT
 from viz.lessons.hand import hand_weights, value_mix
@@ -111,8 +111,9 @@ def code_beside(container, markers, lines, note: str) -> None:
         container.caption(_("The lines of `attention()` for this step were not found in its "
                             "source."))
         return
-    container.code("\n".join(block.code for block in blocks), language="python",
-                   wrap_lines=True)
+    # the code as it is in the file, its comments in the page's language
+    container.code("\n".join(translated_comments(block.code) for block in blocks),
+                   language="python", wrap_lines=True)
     first, last = min(b.first for b in blocks), max(b.last for b in blocks)
     container.caption(_("`{path}`, lines {first}–{last}, read from the function itself.").format(
         path=blocks[0].path, first=first, last=last) + " " + note)
@@ -181,8 +182,7 @@ if steps is not None:
     labels = [literal(word) for word in inputs.words]
     lines = attention_lines()
     notes = code_notes()
-    step = stepper(_("Steps shown"), len(STEPS), key="hand_step",
-                   default=1 if presenting() else len(STEPS),
+    step = stepper(_("Steps shown"), len(STEPS), key="hand_step", lesson=True,
                    help=_("Reveal the calculation one step at a time, as in class."))
 
     def n(x) -> str:

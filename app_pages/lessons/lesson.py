@@ -9,6 +9,7 @@ import streamlit as st
 
 from app_pages.cache.getters import get_model, get_trace
 from app_pages.frame import widgets
+from app_pages.frame.classroom import LESSON_BACK, LESSON_NEXT, keys_caption
 from app_pages.frame.errors import describe_error, explained_errors
 from app_pages.frame.navigation import LESSON_PAGES, PageSpec
 from app_pages.frame.run import random_weights_note
@@ -47,7 +48,10 @@ def footer(path: str) -> None:
     spec = _spec(path)
     index = LESSON_PAGES.index(spec)
     st.divider()
+    keys_caption(lesson=True)
     back, _middle, forward = st.columns([2, 1, 2])
+    # the keys (app_pages.frame.classroom) follow these links past a lesson's ends
+    back, forward = back.container(key=LESSON_BACK), forward.container(key=LESSON_NEXT)
     if index > 0:
         before = LESSON_PAGES[index - 1]
         back.page_link(before.path, label=_("Previous: {title}").format(title=_(before.title)),

@@ -10,10 +10,10 @@ import streamlit as st
 from app_pages.cache.getters import heavy_work
 from app_pages.frame import widgets
 from app_pages.frame.charts import chart
+from app_pages.frame.classroom import table
 from app_pages.frame.controls import kind_selector, stepper
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
-from app_pages.frame.settings import presenting
 from app_pages.lessons.lesson import footer, header, own_model_run
 from i18n import N_, _
 from model.lessons.network import query_choices
@@ -43,11 +43,12 @@ name = kind_selector(trace, a, key="qkv_kind")
 layer = widgets.selectbox(_("Layer"), range(trace.layers(name)), key="qkv_layer", container=b)
 head = widgets.selectbox(_("Head"), range(trace.n_heads), key="qkv_head", container=c)
 choices = query_choices(trace, name)
+widgets.derived((choices, name), {"qkv_query": min(2, len(choices) - 1)})
 query = widgets.selectbox(_("Query token"), range(len(choices)), key="qkv_query", container=d,
                           index=min(2, len(choices) - 1), format_func=lambda i: choices[i])
 with heavy_work(_("running the model with hooks")):
     seen = query_key_value(loaded, trace, name, layer, head, query)
-step = stepper(_("Steps shown"), STEPS, key="qkv_step", default=1 if presenting() else STEPS)
+step = stepper(_("Steps shown"), STEPS, key="qkv_step", lesson=True)
 token = seen.query_tokens[query]
 
 st.subheader(_("① The vector that enters"))
@@ -102,12 +103,12 @@ if step >= 3:
                          d_head=seen.d_head, title=_("“{token}” asks; every key answers").format(
                              token=escape([token])[0])),
           key="qkv_bars", name=(name, f"layer {layer}", f"head {head}", f"query {query}"))
-    table = pd.DataFrame({
+    answers = pd.DataFrame({
         _("key"): seen.key_tokens, _("q · k"): seen.dots.round(4),
         _("÷ √d_head"): seen.scaled.round(4),
         _("the model's score"): trace.scores(name, layer, head)[query].round(4),
         _("weight"): seen.weights.round(4)})
-    st.dataframe(table, hide_index=True)
+    table(answers, hide_index=True)
     st.caption(_("q · k ÷ √{d_head} (√{d_head} = {root:.2f}) is exactly the score the model "
                  "computed itself; softmax turns the row into weights that sum to 1. Grey "
                  "keys are masked: the decoder may not look at words it has not written yet, "

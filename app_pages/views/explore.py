@@ -13,8 +13,8 @@ from app_pages.frame.errors import explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import PAGES, script
 from app_pages.frame.run import load_run
-from app_pages.frame.settings import CAPTURE_NAMES, FAMILY_NAMES, SCHEME_NAMES, named
-from i18n import _
+from app_pages.frame.settings import CAPTURE_NAMES, FAMILY_NAMES, SCHEME_NAMES, kind_name, named
+from i18n import N_, _
 from model.analysis.cuts import (
     FIT_ABOVE,
     colour_ceiling,
@@ -94,7 +94,8 @@ allowed = trace.mask(name, layer)
 zmax, fitted = colour_ceiling(summary.peak, len(k_tokens), COLOUR_SCALES[scale])
 heatmap = viz.attention_heatmap(
     weights, rows.labels, k_tokens, allowed=allowed, factors=factors, max_side=HEAD_SIDE,
-    title=_("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head),
+    title=_("{name} · layer {layer} · head {head}").format(name=kind_name(name), layer=layer,
+                                                           head=head),
     y_title=rows.title, special=(rows.special, trace.special(name)[1]), zmax=zmax,
     query_hover=rows.hover, highlight=cell)
 grid = viz.heads_grid(summary.grid, rows.labels, k_tokens, allowed=allowed,
@@ -146,6 +147,8 @@ if factors != (1, 1):  # drawn in blocks: any region can be seen token by token
     with st.expander(_("Zoom: a region token by token, exact weights"), expanded=False):
         n_q, n_k = len(rows.labels), len(k_tokens)
         zoom_q, zoom_k = st.columns(2)
+        widgets.derived((run.key, name), {"zoom_q": (0, min(n_q, HEAD_SIDE)),
+                                          "zoom_k": (0, min(n_k, HEAD_SIDE))})
         qa, qb = widgets.slider(_("Queries"), 0, n_q, (0, min(n_q, HEAD_SIDE)), key="zoom_q",
                                 container=zoom_q)
         ka, kb = widgets.slider(_("Keys"), 0, n_k, (0, min(n_k, HEAD_SIDE)), key="zoom_k",
@@ -175,14 +178,20 @@ if group > 1:
                  "{group} consecutive query heads.").format(n_kv_heads=trace.n_kv_heads,
                                                            group=group))
 chart(grid, key="heads_grid", name=(name, f"layer {layer}", "all heads"))
+# The positional scheme said as one phrase: a scheme's name in Chinese already ends in 位置编码
+# (正弦位置编码), so "{scheme} positions" said it twice; another scheme is named as it comes.
+POSITIONS = {"sinusoidal": N_("sinusoidal positions"), "rope": N_("RoPE positions"),
+             "learned": N_("learned positions"), "relative bias": N_("relative position bias")}
 about = dict(model=literal(trace.model), family=named(FAMILY_NAMES, trace.family),
              n_layers=trace.n_layers, n_heads=trace.n_heads, n_kv_heads=trace.n_kv_heads,
-             positional=named(SCHEME_NAMES, trace.positional),
+             positions=_(POSITIONS[trace.positional]) if trace.positional in POSITIONS else
+             _("{positional} positions").format(
+                 positional=literal(named(SCHEME_NAMES, trace.positional))),
              device=trace.device, dtype=trace.dtype)
 st.caption(_("{model} · {family} · {n_layers} layers × {n_heads} heads ({n_kv_heads} K/V) · "
-             "{positional} positions · ran on {device} ({dtype})").format(**about)
+             "{positions} · ran on {device} ({dtype})").format(**about)
            if group > 1 else
-           _("{model} · {family} · {n_layers} layers × {n_heads} heads · {positional} positions"
-             " · ran on {device} ({dtype})").format(**about))
+           _("{model} · {family} · {n_layers} layers × {n_heads} heads · {positions} · ran on "
+             "{device} ({dtype})").format(**about))
 if trace.meta.get("capture") in CAPTURE_NAMES:
     st.caption(named(CAPTURE_NAMES, trace.meta["capture"]))

@@ -11,12 +11,14 @@ from app_pages.frame.charts import chart
 from app_pages.frame.controls import kind_selector, window_selector
 from app_pages.frame.events import clicked_token
 from app_pages.frame.run import load_run
+from app_pages.frame.settings import kind_name
 from i18n import _
 from model.analysis.cuts import window, window_weights, writes_words
 from viz.style import head_label
 
 st.title(_("Head view"))
-trace = load_run().trace
+run = load_run()
+trace = run.trace
 left, right = st.columns([2, 1])
 name = kind_selector(trace, left, key="hv_kind")
 layer = widgets.selectbox(_("Layer"), range(trace.layers(name)), key="hv_layer", container=right)
@@ -25,6 +27,7 @@ heads = widgets.multiselect(_("Heads (each in its colour)"), range(trace.n_heads
                             help=_("The dot's colour is the colour of the head's lines; heads "
                                    "8–15 have squares and dashed lines."))
 q_tokens, k_tokens = trace.axes(name)
+widgets.derived((run.key, name), {"hv_window": 0, "hv_focus": None})
 start, stop = window_selector(max(len(q_tokens), len(k_tokens)), 80, key="hv_window")
 shown = window(trace, name, start, stop)
 labels = shown.query_labels  # "position: token" (decoder rows: the word written and read)
@@ -44,7 +47,7 @@ with heavy_work(_("computing the heads")):
 event = chart(
     viz.head_view(weights, shown.query_tokens,
                   shown.key_tokens, heads=heads, focus=focus,
-                  title=_("{name} · layer {layer}").format(name=name, layer=layer),
+                  title=_("{name} · layer {layer}").format(name=kind_name(name), layer=layer),
                   left_title=titles[0], right_title=titles[1], query_hover=labels,
                   key_hover=shown.key_labels),
     key="head_view", on_select="rerun", selection_mode="points")

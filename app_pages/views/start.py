@@ -37,11 +37,11 @@ with c3:
     st.page_link(script("mask"), label=_("See the causal mask"), icon="🎭")
     st.caption(_("Why a decoder may not look ahead: the scores, the mask, −∞, then softmax."))
 st.markdown(_(
-    "On **Explore** and the pages below it, type your own sentence in the sidebar's **Text** "
-    "box (Ctrl+Enter applies it) and choose a **Model**: own-translator knows a small English "
-    "vocabulary; minilm and smollm2 are pretrained and read any text; own-random has the "
-    "lesson's full size but random weights. Section numbers such as §3.4 refer to the lesson "
-    "this app follows."))
+    "On **Explore** and the pages below it, type your own sentence in the **Text** box at the "
+    "top of the page (Ctrl+Enter applies it) and choose a **Model** beside it: own-translator "
+    "knows a small English vocabulary; minilm and smollm2 are pretrained and read any text; "
+    "own-random has the lesson's full size but random weights. Section numbers such as §3.4 "
+    "refer to the lesson this app follows."))
 
 st.subheader(_("The lesson's sentence, translated"))
 _spec, device = settings()

@@ -9,6 +9,7 @@ import viz
 from app_pages.cache.getters import get_head_stats, get_mean
 from app_pages.frame import widgets
 from app_pages.frame.charts import chart
+from app_pages.frame.classroom import table
 from app_pages.frame.controls import bounded_analysis, kind_selector, metric_name, open_head
 from app_pages.frame.events import selected_head
 from app_pages.frame.run import load_run
@@ -31,14 +32,14 @@ chosen = selected_head(event)
 if chosen is not None:
     open_head(name, *chosen)
 
-table = pd.DataFrame(stats_table(stats, metrics))
+every_head = pd.DataFrame(stats_table(stats, metrics))
 st.caption(_("Sort by clicking a column; select a row to open that head."))
-shown = table.rename(columns={"layer": _("layer"), "head": _("head"),
+shown = every_head.rename(columns={"layer": _("layer"), "head": _("head"),
                               **{m: metric_name(m) for m in metrics}})
-selection = st.dataframe(shown, key="stats_table", on_select="rerun", selection_mode="single-row",
-                         hide_index=True, height=300)
+selection = table(shown, key="stats_table", on_select="rerun", selection_mode="single-row",
+                  hide_index=True, height=300)
 if selection and selection.selection.rows:
-    row = table.iloc[selection.selection.rows[0]]
+    row = every_head.iloc[selection.selection.rows[0]]
     open_head(name, int(row["layer"]), int(row["head"]))
 
 st.header(_("Aggregate and spans"))
@@ -79,6 +80,7 @@ def span_slider(label: str, tokens, value: tuple[int, int], key: str, container,
     return start, stop
 
 
+widgets.derived((run.key, name), {"span_q": (q_cut, len(q_tokens)), "span_k": (0, k_cut)})
 qa, qb = span_slider(
     _("Query span (e.g. sentence B)"), q_tokens, (q_cut, len(q_tokens)), "span_q", c3,
     help=_("From the first token of the span up to (not including) the last boundary."))
@@ -90,3 +92,5 @@ if qb > qa and kb > ka:
     chart(viz.attention_heatmap(block, q_tokens[qa:qb], list(k_tokens[ka:kb]),
                                 factors=block_factors, max_side=HEAD_SIDE,
                                 title=_("Query span → key span")), key="span")
+else:
+    st.info(_("Each span needs at least one token: move its two ends apart."))

@@ -89,12 +89,11 @@ with explained_errors(describe=describe_error(SPEC, vocabulary_above=vocabulary 
     trace = get_trace(SPEC, device, text)
 
 written = written_words(trace)  # words 1..n, then <eos>
-st.markdown(f"### {' '.join(written[:-1])}")
-st.caption(_("{count} words written one at a time, then the end token.").format(
-    count=len(written) - 1))
+heading = st.empty()  # the translation as far as the step: a later word is not given away
 
 n_steps = len(trace.steps)
-step = stepper(_("Generation step"), n_steps, key="step", default=min(4, n_steps),
+widgets.derived((SPEC, text), {"step": 1})  # another sentence starts from its first word
+step = stepper(_("Generation step"), n_steps, key="step",
                help=_("At step t the decoder has written t − 1 words and chooses word t."))
 step_line = st.empty()  # filled once the step is cut from the trace, below the selectors
 
@@ -106,6 +105,8 @@ head_choice = widgets.selectbox(_("Heads"), ["average", *range(trace.n_heads)], 
                                 container=right, format_func=lambda h: _("average of all heads")
                                 if h == "average" else _("head {head}").format(head=h))
 now = generation_step(trace, step, layer, None if head_choice == "average" else head_choice)
+heading.markdown("### " + literal(" ".join(written[:min(step, len(written) - 1)]))
+                 + (" …" if step < len(written) - 1 else ""))
 step_line.markdown(_("**Step {step}:** written so far: {so_far} → chooses **{word}**").format(
     step=step, so_far=" ".join(now.so_far) or _("(nothing yet)"), word=now.chosen))
 
@@ -131,10 +132,12 @@ with col_cross:
 col_align, col_topk = st.columns(2)
 with col_align:
     chart(viz.attention_heatmap(
-        now.alignment, now.rows.labels, now.source_tokens, query_hover=now.rows.hover,
-        special=(now.rows.special, ()), title=_("Alignment: word written × source word"),
+        now.alignment[:step], now.rows.labels[:step], now.source_tokens,
+        query_hover=now.rows.hover[:step], special=([r for r in now.rows.special if r < step], ()),
+        title=_("Alignment: word written × source word, up to step {step}").format(step=step),
         x_title=_("English word"), y_title=now.rows.title), key="alignment", share=0.5)
-    st.caption(_("Each row is the cross-attention of the step that wrote that word."))
+    st.caption(_("Each row is the cross-attention of the step that wrote that word; the rows "
+                 "of later steps appear as the steps are reached."))
 with col_topk:
     chart(viz.distribution_bars(
         now.top_probabilities, now.top_words, highlight=now.top_chosen,

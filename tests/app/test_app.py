@@ -59,8 +59,17 @@ def test_translate_page_translates_the_seed_sentence():
     at = _translate_page()
     assert not at.exception
     assert at.title[0].value == "Translate English → Chinese"
-    assert any("猫 坐 在 垫子 上" in m.value for m in at.markdown)
     assert len(at.get("plotly_chart")) == 4
+    # it opens at the first step, and nothing gives a later word away
+    assert at.slider(key="step").value == 1
+    assert any(m.value == "### 猫 …" for m in at.markdown)
+    markdown = " ".join(m.value for m in [*at.main.markdown, *at.main.caption])
+    assert not any(word in markdown for word in ("坐", "垫子"))
+    alignment = _figures(at)[2]
+    assert alignment["layout"]["yaxis"]["ticktext"] == ["猫"]
+    at.slider(key="step").set_value(6).run()
+    assert any("猫 坐 在 垫子 上" in m.value for m in at.markdown)
+    assert len(_figures(at)[2]["layout"]["yaxis"]["ticktext"]) == 6
 
 
 def test_step_slider_moves_every_figure_to_that_step():

@@ -83,15 +83,19 @@ def test_switching_to_a_model_with_fewer_heads_keeps_explore_on_a_head_it_has():
             at.selectbox(key="head").value) == ("encoder.self", 0, 0)
 
 
-def test_a_step_past_the_end_of_a_shorter_translation_falls_back():
-    """Needs the working Example menu to shorten the translation; the step slider then clamps."""
+def test_another_sentence_starts_the_stepper_at_its_first_step():
+    """A step chosen on one translation is not carried to another: the slider, and what the
+    page shows, go back to the first word (a step past a shorter translation's end, too)."""
     at = app_test("translate")
     at.selectbox(key="example").set_value(
         "The cat chased the mouse because it was hungry").run()
     at.slider(key="step").set_value(9).run()
     at.selectbox(key="example").set_value("The cat sat on the mat").run()
     assert not at.exception
-    assert at.slider(key="step").value == 6  # the last step of 猫 坐 在 垫子 上 <eos>
+    assert at.slider(key="step").value == 1
+    assert any(m.value == "### 猫 …" for m in at.markdown)
+    assert app_test("translate", step=99).slider(key="step").value == 6  # a step past the end
+    # (a link's, an old one) is the last step of 猫 坐 在 垫子 上 <eos>
 
 
 def test_choosing_an_example_translates_it():
@@ -99,11 +103,14 @@ def test_choosing_an_example_translates_it():
     at.selectbox(key="example").set_value("The small dog slept under the table yesterday").run()
     assert at.text_input(key="translate_text").value == (
         "The small dog slept under the table yesterday")
+    # the heading grows with the steps: no later word is given away before its step
+    assert any(m.value == "### 小 …" for m in at.markdown)
+    at.slider(key="step").set_value(8).run()
     assert any(m.value == "### 小 狗 昨天 睡 在 桌子 下" for m in at.markdown)
     at.text_input(key="translate_text").set_value("The cat sat on the mat").run()
-    assert any(m.value == "### 猫 坐 在 垫子 上" for m in at.markdown)
     # a translation of another length is a new stepper: it starts at the first step
     assert at.slider(key="step").value == 1
+    assert any(m.value == "### 猫 …" for m in at.markdown)
 
 
 def test_decoder_rows_are_the_word_written_on_explore_and_translate_alike():
@@ -118,7 +125,7 @@ def test_decoder_rows_are_the_word_written_on_explore_and_translate_alike():
     assert heatmap["layout"]["yaxis"]["title"]["text"] == "query: the word being written"
     hover = heatmap["data"][0]["customdata"]
     assert hover[3][0][0] == "3: writes 垫子 (reads 在)"
-    translate = app_test("translate")
+    translate = app_test("translate", step=6)  # the last step: every row written
     alignment = figures(translate)[2]
     assert alignment["layout"]["yaxis"]["ticktext"] == rows
     # the row that wrote 垫子 looks at "mat" on both pages
@@ -315,6 +322,7 @@ def test_an_example_chosen_after_typing_replaces_the_typed_sentence():
     assert at.selectbox(key="example").value == "(your own sentence)"
     at.selectbox(key="example").set_value("The cat sat on the mat").run()
     assert at.text_input(key="translate_text").value == "The cat sat on the mat"
+    at.slider(key="step").set_value(6).run()
     assert any(m.value == "### 猫 坐 在 垫子 上" for m in at.markdown)
     at.text_input(key="translate_text").set_value("The zebra slept").run()
     message = shown(at.error[0].value)

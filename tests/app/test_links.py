@@ -55,7 +55,7 @@ def test_a_link_reopens_the_same_head_in_the_same_language():
     assert at.selectbox(key="kind").value == "decoder.cross"
     assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (1, 2)
     assert at.title[0].value == "探索注意力"
-    assert at.sidebar.text_area(key="text").value == "The cat sat on the mat"
+    assert at.text_area(key="text").value == "The cat sat on the mat"
     # the address bar and the offered link say the same view
     link = link_of(at)
     assert dict(at.query_params) == {k: [v] for k, v in link.items()} or \
@@ -127,7 +127,7 @@ def test_a_link_to_an_unknown_page_is_named():
 def test_a_text_too_long_for_a_link_is_said_not_broken():
     text = "The cat sat on the mat . " * (MAX_QUERY // 10)
     at = opened("explore", model="own-random")
-    at.sidebar.text_area(key="text").set_value(text).run()
+    at.text_area(key="text").set_value(text).run()
     link = link_of(at)
     assert "text" not in link and link["model"] == "own-random"
     assert "too long for a link" in messages(at.sidebar.info)

@@ -348,7 +348,7 @@ def test_a_corpus_file_name_is_never_markdown_in_a_label():
 
 def test_an_empty_upload_says_the_file_is_empty():
     at = app_test("explore")
-    at.sidebar.file_uploader(key="upload").set_value([("empty.txt", b"", "text/plain")]).run()
+    at.file_uploader(key="upload").set_value([("empty.txt", b"", "text/plain")]).run()
     assert not at.exception
     assert "empty.txt holds no text" in messages(at.info).replace("&#46;", ".")
 

@@ -251,7 +251,7 @@ def _table(at) -> dict:
 
 
 def test_the_generation_page_shows_the_cache_growing_by_the_formula():
-    at = app_test("lesson_generation")
+    at = app_test("lesson_generation", gen_step=4)
     assert not at.exception
     table = _table(at)
     tokens = table["tokens cached"]
@@ -272,8 +272,20 @@ def test_the_generation_page_shows_the_cache_growing_by_the_formula():
     assert np.count_nonzero(plotly_array(grid["data"][1]["z"]) == 1) == 3  # 3 layers, 1 token
 
 
-def test_the_generation_page_reads_a_new_sentence_and_explains_unknown_words():
+def test_the_generation_page_opens_at_its_first_step_and_gives_no_later_token_away():
     at = app_test("lesson_generation")
+    assert not at.exception
+    assert at.slider(key="gen_step").value == 1
+    assert _table(at)["written"] == ["猫", "?", "?", "?", "?", "?"]
+    pattern = figures(at)[0]
+    assert pattern["layout"]["yaxis"]["ticktext"][1:] == ["?"] * 5  # later rows unnamed
+    assert "垫子" not in " ".join(m.value for m in at.markdown)
+    at.button(key="gen_step_next").click().run()
+    assert _table(at)["written"][:3] == ["猫", "坐", "?"]
+
+
+def test_the_generation_page_reads_a_new_sentence_and_explains_unknown_words():
+    at = app_test("lesson_generation", gen_step=3)
     at.text_input(key="gen_text_own-translator").set_value(CAT).run()
     assert _table(at)["written"][:3] == ["猫", "追", "老鼠"]
     at.text_input(key="gen_text_own-translator").set_value("The cat sat on the spaceship").run()
@@ -287,7 +299,7 @@ def test_the_generation_page_runs_smollm2_with_gqa():
     at.radio(key="gen_model").set_value("smollm2").run()
     assert not at.exception
     assert at.selectbox(key="gen_layer").value == 29  # the new model's last layer
-    assert at.slider(key="gen_step").value == 3
+    assert at.slider(key="gen_step").value == 1  # a new model starts at its first step
     table = _table(at)
     prompt_tokens = 5  # "The cat sat on the"
     assert table["tokens cached"] == [prompt_tokens + t for t in range(8)]
@@ -333,7 +345,11 @@ def test_telling_head_finds_the_head_that_shows_its_familys_view():
     assert family_view(encoder, 0, 1).seen == n * n
 
 
-def test_the_families_page_shows_the_translator_at_once_and_the_others_on_demand():
+def test_the_families_page_shows_the_translator_at_once_and_the_others_on_demand(monkeypatch):
+    from app_pages.cache import getters
+
+    # on a server that has loaded none of them (this process may have, for other tests)
+    monkeypatch.setattr(getters, "_LOADED", set())
     at = app_test("lesson_families")
     assert not at.exception
     (cross,) = figures(at)

@@ -316,8 +316,9 @@ def test_a_click_event_names_its_block():
 def test_residual_bars_draw_the_four_sizes_of_each_sublayer():
     sizes = np.array([[10.0, 30.0, 33.0, 11.0], [11.0, 150.0, 155.0, 9.0]])
     fig = arch_fig.residual_sizes(sizes, ["self-attention", "FFN"], d_model=128, chosen=1)
-    assert len(fig.data) == 4
-    for part, trace in enumerate(fig.data):
+    bars = [trace for trace in fig.data if trace.type == "bar"]
+    assert len(bars) == 4
+    for part, trace in enumerate(bars):
         np.testing.assert_array_equal(plotly_array(trace.y), sizes[:, part])
     assert fig.layout.shapes[0].y0 == pytest.approx(math.sqrt(128))
     assert fig.layout.xaxis.ticktext == ("self-attention", "<b>FFN</b>")
@@ -404,7 +405,7 @@ def test_a_block_chosen_by_a_click_opens_its_view():
 
 def test_the_qkv_page_shows_the_models_own_scores(translator):
     at = _no_exception(app_test("lesson_qkv", qkv_kind="decoder.cross", qkv_layer=2,
-                                qkv_head=1, qkv_query=3))
+                                qkv_head=1, qkv_query=3, qkv_step=99))  # every step shown
     trace = translator.trace(SEED_SENTENCE)
     table = at.dataframe[0].value
     assert list(table.iloc[:, 0]) == list(trace.source_tokens)
@@ -416,8 +417,9 @@ def test_the_qkv_page_shows_the_models_own_scores(translator):
                                trace.weights("decoder.cross", 2, 1)[3], atol=1e-5)
 
 
-def test_presentation_mode_starts_the_qkv_page_at_its_first_step():
-    at = _no_exception(app_test("lesson_qkv", present=True))
+@pytest.mark.parametrize("present", [True, False])
+def test_the_qkv_page_starts_at_its_first_step(present):
+    at = _no_exception(app_test("lesson_qkv", present=present))
     assert at.slider(key="qkv_step").value == 1
     assert len(figures(at)) == 1 and not at.dataframe
     at.button(key="qkv_step_next").click().run()
@@ -425,7 +427,7 @@ def test_presentation_mode_starts_the_qkv_page_at_its_first_step():
 
 
 def test_the_multihead_page_shows_the_seeds_shapes_on_own_random():
-    at = _no_exception(app_test("lesson_multihead", mh_model="own-random"))
+    at = _no_exception(app_test("lesson_multihead", mh_model="own-random", mh_step=99))
     table = at.dataframe[0].value
     shown = list(table.iloc[:, 2])
     assert shown[:2] == ["(1, 6, 512)", "(1, 8, 6, 64)"]  # §3.5: (B, L, 512) → (B, 8, L, 64)

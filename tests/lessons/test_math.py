@@ -17,11 +17,19 @@ import pytest
 import i18n
 from model.lessons import hand, scaling
 from model.own.transformer import attention
-from tests.helpers import ROOT, SEED_SENTENCE, app_test, figures, messages, shown
+from tests.helpers import ROOT, SEED_SENTENCE, figures, messages, shown
+from tests.helpers import app_test as fresh_app_test
 from viz import numbers
 from viz.lessons import hand as hand_fig
 from viz.lessons import numbers as nums
 from viz.lessons import scaling as scaling_fig
+
+
+def app_test(page: str, **state):
+    """``page`` with every step of 4.3 shown (its stepper opens at the first): these tests
+    read the whole calculation."""
+    return fresh_app_test(page, **{"hand_step": 99, **state})
+
 
 K = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [1.0, 0.0]])
 V = np.array([[2.0, 1.0], [0.0, 3.0], [1.0, 2.0], [0.0, 0.0]])
@@ -362,12 +370,16 @@ def test_the_hand_page_survives_any_remembered_value(key, value):
     at.switch_page("app_pages/lessons/hand.py").run()
     assert not at.exception, at.exception
     assert not at.error
+    if value == "x":  # not a step: back to the first, which shows the dot products only
+        assert at.slider(key="hand_step").value == 1
+        return
     weights, output = shown_results(at)
     assert output in ([0.85, 1.25], [0.8507, 1.2408])
 
 
-def test_presentation_mode_starts_at_the_first_step():
-    at = app_test("lesson_hand", present=True)
+@pytest.mark.parametrize("present", [True, False])
+def test_the_hand_page_starts_at_the_first_step(present):
+    at = fresh_app_test("lesson_hand", present=present)
     assert not at.exception
     assert at.slider(key="hand_step").value == 1
     headings = [t for t in markdowns(at) if t.startswith("#### ")]
