@@ -7,9 +7,9 @@ Imports numpy and plotly only (never streamlit, torch or transformers). Builders
   :mod:`.compare` (the difference of two heads), :mod:`.stats`, :mod:`.bars`,
   :mod:`.positional`, :mod:`.costs`;
 - shared: :mod:`.sizes` (the sizes views are drawn at), :mod:`.pooling` (long axes in blocks),
-  :mod:`.labels` (token labels), :mod:`.style` (colours and fonts), :mod:`.numbers` (how numbers
-  are written), :mod:`.present` (projector restyling, colour-blind palettes), :mod:`.export`
-  (PNG/SVG/PDF, HTML, CSV);
+  :mod:`.labels` (token labels, fitted so that none overlap), :mod:`.style` (colours and fonts),
+  :mod:`.numbers` (how numbers are written), :mod:`.present` (charts fitted to a screen or a
+  projector, colour-blind palettes), :mod:`.export` (PNG/SVG/PDF, HTML, CSV, for slides);
 - :mod:`.lessons`: the lessons' figures, one module per lesson.
 """
 

@@ -2,6 +2,11 @@
 system's Chromium), a standalone HTML file that works offline (plotly.js inside), the shown
 matrix as CSV, and many files as one ZIP.
 
+Images and HTML files are rendered at the width the chart is shown at (its labels were fitted
+to it), on an opaque background in the colours of the page's theme, light or dark
+(:data:`viz.style.THEME_COLORS`): a figure on the page lets the page show through, a file has
+nothing behind it but the slide it is put on.
+
 Kaleido keeps one Chromium running once the first image is asked for (about 4 s), so each later
 image takes well under a second.
 """
@@ -21,13 +26,40 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from i18n import _
+import i18n
+from i18n import N_, _
+from viz.style import THEME_COLORS
 
 IMAGE_FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 IMAGE_SCALE = 3  # a 700 px wide chart becomes 2,100 px: sharp on a projector and in print
 DEFAULT_SIZE = (900, 600)  # px, for figures whose width follows the page
 _server = threading.Lock()
 _started = False
+# Plotly's own words on a chart (its toolbar's tooltips, its notes while zooming and saving), in
+# English: Plotly looks each one up in its config's locale, which the app's charts and the HTML
+# files give it in the page's language (the chart's Fullscreen button is Streamlit's, in English).
+PLOTLY_WORDS = (
+    N_("Zoom"), N_("Pan"), N_("Box Select"), N_("Lasso Select"), N_("Zoom in"), N_("Zoom out"),
+    N_("Autoscale"), N_("Reset axes"), N_("Reset view"), N_("Download plot as a PNG"),
+    N_("Download plot"), N_("Toggle Spike Lines"), N_("Show closest data on hover"),
+    N_("Compare data on hover"), N_("Toggle show closest data on hover"),
+    N_("Double-click to zoom back out"), N_("Double-click on legend to isolate one trace"),
+    N_("Preparing image - this may take a few seconds"), N_("Image download succeeded"),
+    N_("Sorry, there was a problem downloading your image!"),
+)
+PLOTLY_LOCALES = {"zh": "zh-CN"}  # the page's language as Plotly names its locales
+
+
+def plotly_language() -> dict:
+    """The part of a chart's config that makes Plotly's own words (:data:`PLOTLY_WORDS`) those
+    of the page's language: its ``locale`` and that locale's dictionary, from the catalog;
+    nothing in English."""
+    code = i18n.language()
+    if code == i18n.DEFAULT:
+        return {}
+    locale = PLOTLY_LOCALES.get(code, code)
+    return {"locale": locale,
+            "locales": {locale: {"dictionary": {word: _(word) for word in PLOTLY_WORDS}}}}
 
 
 def _start_kaleido() -> None:
@@ -55,29 +87,49 @@ def file_stem(*parts: object, most: int = 80) -> str:
     return ("_".join(words) or "figure")[:most].rstrip("-_.")
 
 
-def _sized(figure: go.Figure) -> go.Figure:
-    """A copy with a width and height: a figure that fills the page has none of its own."""
-    copy = go.Figure(figure)
-    width = copy.layout.width or DEFAULT_SIZE[0]
-    height = copy.layout.height or DEFAULT_SIZE[1]
-    copy.update_layout(width=width, height=height)
+THEMES = {"light": "plotly_white", "dark": "plotly_dark"}  # Plotly's template of each theme
+
+
+def for_slide(figure: go.Figure | dict, width: float | None = None,
+              theme: str = "light") -> go.Figure:
+    """A copy of ``figure`` as a file draws it: ``width`` px wide (default: its own width, else
+    :data:`DEFAULT_SIZE`), its own height, and opaque in the colours of the page's ``theme``
+    (``"light"`` or ``"dark"``): the theme's background behind the figure and its plot, its
+    text colour for text that sets none, faint grid lines."""
+    if theme not in THEME_COLORS:
+        raise ValueError(f"unknown theme {theme!r}: use one of {', '.join(THEME_COLORS)}")
+    copy = go.Figure(figure.to_dict() if isinstance(figure, go.Figure) else figure)
+    colors = THEME_COLORS[theme]
+    copy.update_layout(
+        template=THEMES[theme], width=round(width or copy.layout.width or DEFAULT_SIZE[0]),
+        height=round(copy.layout.height or DEFAULT_SIZE[1]),
+        paper_bgcolor=colors["background"], plot_bgcolor=colors["background"],
+        font={"color": colors["text"]})
+    for axes in (copy.update_xaxes, copy.update_yaxes):
+        axes(gridcolor=colors["grid"], zerolinecolor=colors["grid"], selector=lambda a: (
+            a.gridcolor is None))
     return copy
 
 
-def image(figure: go.Figure, fmt: str, scale: float = IMAGE_SCALE) -> bytes:
-    """The figure as ``png``, ``svg`` or ``pdf`` bytes (PNG at ``scale`` × its size)."""
+def image(figure: go.Figure, fmt: str, scale: float = IMAGE_SCALE, *,
+          width: float | None = None, theme: str = "light") -> bytes:
+    """The figure as ``png``, ``svg`` or ``pdf`` bytes (PNG at ``scale`` × its size), drawn as
+    :func:`for_slide` draws it (``width`` px wide, opaque in ``theme``'s colours)."""
     if fmt not in IMAGE_FORMATS:
         raise ValueError(f"unknown image format {fmt!r}: use one of {', '.join(IMAGE_FORMATS)}")
     _start_kaleido()
     with warnings.catch_warnings():  # plotly warns that a running server ignores its options
         warnings.simplefilter("ignore", UserWarning)
-        return pio.to_image(_sized(figure), format=fmt, scale=scale if fmt == "png" else 1)
+        return pio.to_image(for_slide(figure, width, theme), format=fmt,
+                            scale=scale if fmt == "png" else 1)
 
 
-def html(figure: go.Figure, title: str = "") -> bytes:
-    """A standalone HTML page of the figure that works offline (plotly.js embedded)."""
-    page = pio.to_html(_sized(figure), include_plotlyjs=True, full_html=True,
-                       config={"displaylogo": False})
+def html(figure: go.Figure, title: str = "", *, width: float | None = None,
+         theme: str = "light") -> bytes:
+    """A standalone HTML page of the figure that works offline (plotly.js embedded), drawn as
+    :func:`for_slide` draws it."""
+    page = pio.to_html(for_slide(figure, width, theme), include_plotlyjs=True, full_html=True,
+                       config={"displaylogo": False, **plotly_language()})
     if title:
         page = page.replace("<head>", f"<head><title>{_escape(title)}</title>", 1)
     return page.encode("utf-8")

@@ -15,9 +15,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from i18n import N_, _
-from viz.labels import axis_ticks, check_weights, escape, labels_that_fit
+from viz.labels import axis_ticks, check_weights, escape, fit_ticks
 from viz.pooling import block_factor, block_labels, pool_allowed, pool_weights
-from viz.sizes import GRID_SIDE, HEAD_SIDE, SCREEN_PLOT_PX
+from viz.sizes import GRID_SIDE, HEAD_SIDE, SCREEN_CHART_PX
 from viz.style import (
     HIGHLIGHT_COLOR,
     MASK_COLOR,
@@ -213,23 +213,21 @@ def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence
                                  pooled=bool(note)))
     n_q, n_k = weights.shape
     cell = max(6, min(48, 640 // max(n_q, n_k)))
-    # Rows are `cell` px tall; the slanted column labels share a plot SCREEN_PLOT_PX wide.
-    y_labels, x_labels = labels_that_fit(cell * n_q), labels_that_fit(SCREEN_PLOT_PX)
     fig.update_layout(
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": _("weight")}}},
         # tall enough for the rows, and for the y title along a short plot (7 px a character)
         height=max(320, 140 + cell * n_q, 150 + 7 * len(y_title)), width=None,
         # a line of title, and one more for each line under it
-        margin={"l": 90, "r": 30, "t": 40 + 20 * (1 + title.count("<br>")) if title else 30,
-                "b": 90})
-    # Slanted labels need room for their length; on a thinned long axis they stand upright, one
-    # line height apart.
-    angle = -45 if n_k <= x_labels else -90
-    fig.update_xaxes(title_text=x_title, side="bottom", tickangle=angle, showgrid=False,
-                     zeroline=False, **axis_ticks(key_tokens, x_labels, special=special[1]))
+        margin={"l": 60, "r": 30, "t": 40 + 20 * (1 + title.count("<br>")) if title else 30,
+                "b": 50})
+    # every label, then as many as fit a 1024 px screen's chart (a page fits them again to the
+    # width it draws the chart at: viz.present)
+    fig.update_xaxes(title_text=x_title, side="bottom", showgrid=False, zeroline=False,
+                     **axis_ticks(key_tokens, n_k, special=special[1]))
     fig.update_yaxes(title_text=y_title, autorange="reversed", showgrid=False, zeroline=False,
-                     **axis_ticks(query_tokens, y_labels, special=special[0]))
+                     **axis_ticks(query_tokens, n_q, special=special[0]))
+    fit_ticks(fig, SCREEN_CHART_PX)
     if outline is not None:
         fig.add_shape(**outline)
     return themed(fig)
@@ -274,29 +272,31 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
     layer_weights, allowed, query_tokens, key_tokens, note = _pooled(
         layer_weights, allowed, query_tokens, key_tokens, max_side, factors)
     if note:
-        title = f"{title}<br><sup>{note}</sup>" if title else note
+        title = f"{title}<br><sup>{note}</sup>" if title else f"<sup>{note}</sup>"
         query_hover = None
     n_heads, n_q, n_k = layer_weights.shape
     cols = max(1, min(cols, n_heads))
     rows = math.ceil(n_heads / cols)
-    show_labels = max(n_q, n_k) <= 16
     height = 80 + rows * 260
-    gap_px = 100 if show_labels else 40  # room for rotated tick labels above the next title
+    # Small multiples: the keys are labelled under the lowest heatmap of each column and the
+    # queries left of the first column, so that only panel titles sit between rows.
+    lowest = {h % cols: h for h in range(n_heads)}  # each column's lowest heatmap
     fig = make_subplots(rows=rows, cols=cols,
                         subplot_titles=list(titles) if titles is not None
                         else [head_name(h) for h in range(n_heads)],
-                        horizontal_spacing=0.05 if show_labels else 0.03,
-                        vertical_spacing=min(0.3, gap_px / height) if rows > 1 else 0.1)
+                        horizontal_spacing=0.03,
+                        vertical_spacing=min(0.3, 40 / height) if rows > 1 else 0.1)
     customdata = _cell_names(query_tokens, key_tokens, query_hover, heads=n_heads)
+    x_labels = axis_ticks(key_tokens, n_k)
+    y_labels = axis_ticks(query_tokens, n_q)
     for h in range(n_heads):
         row, col = divmod(h, cols)
         for trace in _head_traces(layer_weights[h], allowed, customdata, pooled=bool(note)):
             fig.add_trace(trace, row=row + 1, col=col + 1)
-        x_ticks = axis_ticks(key_tokens) if show_labels else {"showticklabels": False}
-        y_ticks = (axis_ticks(query_tokens) if show_labels and col == 0
-                   else {"showticklabels": False, "ticks": ""})
-        fig.update_xaxes(tickangle=-60, tickfont=SMALL_TICK_FONT, showgrid=False,
-                         zeroline=False, row=row + 1, col=col + 1, **x_ticks)
+        x_ticks = x_labels if lowest[col] == h else {"showticklabels": False}
+        y_ticks = y_labels if col == 0 else {"showticklabels": False, "ticks": ""}
+        fig.update_xaxes(tickfont=SMALL_TICK_FONT, showgrid=False, zeroline=False,
+                         row=row + 1, col=col + 1, **x_ticks)
         fig.update_yaxes(autorange="reversed", tickfont=SMALL_TICK_FONT, showgrid=False,
                          zeroline=False, row=row + 1, col=col + 1, **y_ticks)
         if outline is not None and outline[0] == h:
@@ -305,5 +305,6 @@ def heads_grid(layer_weights, query_tokens: Sequence[str], key_tokens: Sequence[
         title=title, coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": zmax,
                                 "colorbar": {"title": {"text": _("weight")}}},
         height=height,
-        margin={"l": 70, "r": 30, "t": 70, "b": 50})
+        margin={"l": 50, "r": 30, "t": 70, "b": 40})
+    fit_ticks(fig, SCREEN_CHART_PX)
     return themed(fig)

@@ -7,7 +7,9 @@ head-coloured view.
 Figures follow Streamlit's light or dark theme: backgrounds are transparent and text takes the
 theme's colour (no figure sets one for text on the background). The colours set here for marks
 drawn on the background are mid-tones that read on white and on Streamlit's dark background
-(``tests/unit/test_theme.py`` checks their contrast on both).
+(``tests/unit/test_theme.py`` checks their contrast on both). Exported figures have nothing to
+show through: they are drawn on the theme's own background and text colours
+(:data:`THEME_COLORS`), opaque, for a light or a dark slide.
 """
 
 from __future__ import annotations
@@ -50,9 +52,16 @@ POINT_MARKER_SIZE = 6
 
 TRANSPARENT = "rgba(0,0,0,0)"
 GRID_COLOR = "rgba(128,128,128,0.25)"
-SMALL_TICK_FONT = {"size": 9}
-CELL_FONT_SIZE = 10
+SMALL_TICK_FONT = {"size": 11}  # tick labels of small panels (the mask's, a grid of heads)
+CELL_FONT_SIZE = 10  # text in cells on a screen (a projector's is viz.present's, 18 px or more)
 MARK_FONT_SIZE = 11
+
+# Streamlit's two themes as an exported figure is drawn on them: the page's background, its
+# text, and grid lines that stay faint on it.
+THEME_COLORS = {
+    "light": {"background": "#ffffff", "text": "#31333f", "grid": "#e6e9ef"},
+    "dark": {"background": "#0e1117", "text": "#fafafa", "grid": "#31333f"},
+}
 
 
 def themed(fig: go.Figure) -> go.Figure:

@@ -10,6 +10,7 @@ import i18n
 import model
 from app_pages.cache.getters import policy
 from app_pages.frame import widgets
+from app_pages.frame.markdown import literal
 from app_pages.frame.settings import (
     DEFAULT_MODEL,
     DEFAULT_TEXT,
@@ -22,6 +23,7 @@ from app_pages.frame.settings import (
     SHARED_KEYS,
     initial,
     model_label,
+    presenting,
 )
 from i18n import _
 
@@ -73,7 +75,13 @@ def inputs() -> None:
     """The top of a page that reads text: the model beside the text box, with the file upload
     and the target text folded beneath (open while either is in use)."""
     uploaded = st.session_state.get("upload") is not None
-    with st.container(border=True, key="inputs"):
+    # On a projector the page is the lesson, not its inputs (a prepared link set them): they
+    # fold into one line that names them.
+    text = " ".join(str(st.session_state.get("text", DEFAULT_TEXT)).split())
+    folded = st.expander(_("Model and text: {model} · {text}").format(
+        model=model_label(st.session_state.get("model_choice", DEFAULT_MODEL)),
+        text=literal(text[:60]) + ("…" if len(text) > 60 else ""))) if presenting() else None
+    with folded or st.container(border=True, key="inputs"):
         left, right = st.columns([2, 3])
         _model(left)
         # no max_chars: the browser would cut a long paste silently; the page refuses a text

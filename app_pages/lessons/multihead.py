@@ -11,6 +11,7 @@ import viz
 from app_pages.cache.getters import heavy_work
 from app_pages.frame import widgets
 from app_pages.frame.charts import chart
+from app_pages.frame.classroom import table
 from app_pages.frame.controls import kind_selector, stepper
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
@@ -42,12 +43,13 @@ a, b, c = st.columns([3, 1, 3])
 name = kind_selector(trace, a, key="mh_kind")
 layer = widgets.selectbox(_("Layer"), range(trace.layers(name)), key="mh_layer", container=b)
 choices = query_choices(trace, name)
+widgets.derived((choices, name), {"mh_query": min(2, len(choices) - 1)})
 query = widgets.selectbox(_("Token (for the concatenation)"), range(len(choices)),
                           key="mh_query", container=c, index=min(2, len(choices) - 1),
                           format_func=lambda i: choices[i])
 with heavy_work(_("running the model with hooks")):
     heads = heads_of_layer(loaded, trace, name, layer)
-step = stepper(_("Steps shown"), STEPS, key="mh_step", default=1 if presenting() else STEPS)
+step = stepper(_("Steps shown"), STEPS, key="mh_step", lesson=True)
 
 st.subheader(_("① Split into {heads} heads of {d_head}").format(heads=heads.n_heads,
                                                               d_head=heads.d_head))
@@ -57,7 +59,7 @@ chart(heads_flow(heads.shapes, heads.n_heads, shown=STAGES_SHOWN[step],
 stages = [(_(label).replace("<sub>", "_").replace("</sub>", ""), symbolic.replace(
     "<sub>", "_").replace("</sub>", ""), str(heads.shapes[stage]))
           for stage, label, symbolic in HEAD_STAGES[:STAGES_SHOWN[step]]]
-st.dataframe(pd.DataFrame(stages, columns=[_("stage"), _("as the lesson writes it"),
+table(pd.DataFrame(stages, columns=[_("stage"), _("as the lesson writes it"),
                                            _("this run")]), hide_index=True)
 st.caption(_("B = 1 sentence, L = its {n} tokens, d_model = {d_model} = {heads} heads × "
              "{d_head}. The shapes are read from the real tensors of {model}'s layer {layer} "

@@ -11,7 +11,7 @@ from app_pages.frame.charts import chart
 from app_pages.frame.controls import kind_selector, stepper, window_selector
 from app_pages.frame.markdown import literal
 from app_pages.frame.run import load_run
-from app_pages.frame.settings import presenting
+from app_pages.frame.settings import kind_name, presenting
 from i18n import _
 from model.analysis.cuts import mask_panels, window
 from viz.mask_view import PANELS
@@ -21,7 +21,8 @@ st.markdown(_("A decoder writing word *t* may not look at words after *t*: their
               "**−∞** before the softmax, so their weights are exactly **0**. The mask is "
               "lower-triangular (lesson §3.4, the decoder's mask); padding and sliding windows "
               "forbid more."))
-trace = load_run().trace
+run = load_run()
+trace = run.trace
 kinds = [n for n in trace.names if n == "decoder.self"] or list(trace.names)
 c1, c2, c3 = st.columns([2, 1, 1])
 name = kind_selector(trace, c1, key="mask_kind", kinds=kinds)
@@ -31,10 +32,10 @@ if name != "decoder.self":
 layer = widgets.selectbox(_("Layer"), range(trace.layers(name)), key="mask_layer", container=c2)
 head = widgets.selectbox(_("Head"), range(trace.n_heads), key="mask_head", container=c3)
 q_tokens = trace.axes(name)[0]
+widgets.derived((run.key, name), {"mask_window": 0})
 start, stop = window_selector(len(q_tokens), 32, key="mask_window")
 shown = window(trace, name, start, stop)
 steps = stepper(_("Steps shown"), len(PANELS), key="mask_step",
-                default=1 if presenting() else len(PANELS),
                 help=_("Reveal the four steps one at a time, as in class: ① scores, ② the mask, "
                        "③ −∞ where it forbids, ④ the softmax."))
 st.markdown(_("**Step {step} of {steps}:** {panel}").format(
@@ -43,9 +44,11 @@ with heavy_work(_("computing the mask panels")):
     panels = mask_panels(trace, name, layer, head, shown)
 chart(viz.mask_view(
     panels.scores, panels.allowed, panels.weights, shown.query_tokens, shown.key_tokens,
-    title=_("{name} · layer {layer} · head {head}").format(name=name, layer=layer, head=head),
+    title=_("{name} · layer {layer} · head {head}").format(name=kind_name(name), layer=layer,
+                                                           head=head),
     query_hover=shown.query_labels,
     key_hover=shown.key_labels,
-    special=(shown.query_special, shown.key_special), steps=steps), key="mask_view")
+    special=(shown.query_special, shown.key_special), steps=steps,
+    projector=presenting()), key="mask_view")  # larger cells, for text a room reads
 st.caption(_("① every query scores every key; ② the model's mask; ③ forbidden scores set to "
              "−∞ (dark grey); ④ softmax of each row: the forbidden cells get weight 0."))

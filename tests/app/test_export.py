@@ -97,6 +97,23 @@ def test_images_render_on_the_server_large_and_with_the_tokens(heatmap):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="kaleido needs Chromium")
+def test_a_pages_png_is_rendered_at_the_width_shown_on_an_opaque_background():
+    from PIL import Image
+
+    from app_pages.frame.charts import FIGURES
+    from viz.sizes import SCREEN_CHART_PX
+
+    at = app_test("explore", model_choice="own-random", text=SEED_SENTENCE)
+    assert not at.exception
+    files = at.session_state[FIGURES]
+    png = next(make for name, make in files.items() if name.endswith("head-0.png"))()
+    image = Image.open(io.BytesIO(png)).convert("RGBA")
+    assert image.width == SCREEN_CHART_PX * export.IMAGE_SCALE  # as a 1024 px screen shows it
+    assert image.getpixel((0, 0)) == (255, 255, 255, 255)  # the light theme's page, opaque
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium")
 def test_the_html_file_draws_the_chart_offline(heatmap, tmp_path):
     _, tokens, figure = heatmap

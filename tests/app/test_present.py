@@ -10,7 +10,7 @@ import pytest
 import viz
 from tests.helpers import ROOT, figures
 from viz import present
-from viz.sizes import PROJECTOR_PLOT_PX
+from viz.sizes import PROJECTOR_CHART_PX, SMALL_PROJECTOR_CHART_PX
 
 
 def _heatmap(tokens):
@@ -32,22 +32,28 @@ def test_a_projector_gets_large_fonts_and_values_in_small_matrices():
 
 
 def test_long_axes_are_slanted_and_thinned_so_that_large_labels_never_overlap():
+    from viz import labels
+
     tokens = [f"token{i}" for i in range(120)]
     fig = present.for_projector(_heatmap(tokens))
     x = fig.layout.xaxis
-    assert x.tickangle == present.SLANT
-    per_label = present.TICK_PX * present.LINE / np.sin(np.radians(-present.SLANT))
-    assert len(x.ticktext) * per_label <= PROJECTOR_PLOT_PX
+    assert x.tickangle in (labels.SLANT, labels.UPRIGHT, 0)
+    assert x.tickfont.size == present.TICK_PX
+    # fitted to the narrower projector: neighbouring labels' boxes stay apart there
+    _, _, _, _, plot_w, _ = labels.plot_box(fig, SMALL_PROJECTOR_CHART_PX)
+    pitch = (x.tickvals[1] - x.tickvals[0]) * plot_w / 120
+    spans = labels.label_spans([0, pitch], x.ticktext[:2], present.TICK_PX, x.tickangle)
+    assert spans[0][1] <= spans[1][0] + 1
     assert fig.data[0].texttemplate is None  # 120 tokens: no values in the cells
     # the labels kept are the original ones, at their positions
-    original = _heatmap(tokens).layout.xaxis
-    assert set(zip(x.tickvals, x.ticktext)) <= set(zip(original.tickvals, original.ticktext))
+    original = _heatmap(tokens).layout.meta["ticks"]["xaxis"]
+    assert set(zip(x.tickvals, x.ticktext)) <= set(zip(*original))
 
 
 def test_a_chart_in_half_the_width_keeps_its_labels_apart():
     tokens = ["The", "cat", "sat", "on", "the", "mat", "because", "it", "was", "tired"] * 3
     full = present.for_projector(_heatmap(tokens))
-    half = present.for_projector(_heatmap(tokens), width_px=PROJECTOR_PLOT_PX / 2)
+    half = present.for_projector(_heatmap(tokens), width_px=PROJECTOR_CHART_PX / 2)
     assert len(half.layout.xaxis.ticktext) < len(full.layout.xaxis.ticktext)
 
 
@@ -105,6 +111,20 @@ def test_presentation_mode_steps_through_the_causal_mask_with_next_and_previous(
     (fig,) = figures(at)
     shown = {trace.get("xaxis", "x") for trace in fig["data"] if trace.get("visible") is not False}
     assert shown == {"x", "x2"}
+    # two by two, laid out for the projector: ① ② above ③ ④, ✓ and ✗ at 18 px or more
+    layout = fig["layout"]
+    assert layout["meta"]["projector"]
+    assert layout["xaxis3"]["domain"] == layout["xaxis"]["domain"]
+    assert layout["yaxis3"]["domain"][1] < layout["yaxis"]["domain"][0]
+    marks = [a for a in layout["annotations"] if a.get("name") == "mark"]
+    assert marks and all(a["font"]["size"] >= present.FLOOR_PX for a in marks)
+    # its files are rendered at the width a 1920×1080 projector shows it, opaque
+    from app_pages.frame.charts import FIGURES
+
+    files = at.session_state[FIGURES]
+    page = next(make for name, make in files.items() if name.endswith(".html"))().decode()
+    assert f'"width":{PROJECTOR_CHART_PX}' in page.replace(" ", "")
+    assert '"paper_bgcolor":"#ffffff"' in page.replace(" ", "")
 
 
 def test_translate_steps_forward_with_the_next_button():
@@ -118,19 +138,25 @@ def test_translate_steps_forward_with_the_next_button():
     assert at.slider(key="step").value == step + 1
 
 
-def test_cells_too_narrow_for_a_number_stay_empty_and_their_marks_keep_their_size():
+def test_cells_too_narrow_for_a_number_stay_empty_and_marks_too_small_are_left_out():
     n = 12
     allowed = np.tril(np.ones((n, n), bool))
     fig = viz.mask_view(np.ones((n, n)) * 12.345, allowed, allowed / allowed.sum(1, keepdims=True),
-                        [f"w{i}" for i in range(n)], [f"w{i}" for i in range(n)])
+                        [f"w{i}" for i in range(n)], [f"w{i}" for i in range(n)], columns=4)
     shown = present.for_projector(fig)
-    # four panels share the width: 12 cells of about 24 px cannot hold "-12.35"
+    # four panels in a row: 12 cells of about 28 px cannot hold "12" at 18 px
     assert all(trace.texttemplate is None for trace in shown.data)
-    marks = [a for a in shown.layout.annotations if a.xref != "paper"]
-    assert marks and all(a.font.size == b.font.size for a, b in zip(
-        marks, [a for a in fig.layout.annotations if a.xref != "paper"]))
+    # nor ✓, ✗ and −∞ at 18 px on the narrower projector: they are left out, not shrunk
+    marks = [a for a in shown.layout.annotations if a.name == "mark"]
+    assert all(a.font.size >= present.FLOOR_PX for a in marks)
     titles = [a for a in shown.layout.annotations if a.xref == "paper"]
     assert titles and all(a.font.size >= 20 for a in titles)
     # the same matrices at full width hold their numbers
     wide = present.for_projector(_heatmap([f"w{i}" for i in range(n)]))
     assert wide.data[0].texttemplate == "%{z:.2f}"
+    # and two by two, laid out for a projector, they do too
+    grid = present.for_projector(viz.mask_view(
+        np.ones((n, n)) * 12.345, allowed, allowed / allowed.sum(1, keepdims=True),
+        [f"w{i}" for i in range(n)], [f"w{i}" for i in range(n)], projector=True))
+    assert {t.name for t in grid.data if t.texttemplate} == {"scores", "masked scores",
+                                                              "weights"}

@@ -227,8 +227,8 @@ def test_every_builder_draws_at_the_sizes_of_one_module():
     assert default(viz.rollout_heatmap, "max_side") == sizes.HEAD_SIDE
     assert default(heatmap.heads_grid, "max_side") == sizes.GRID_SIDE == 64
     assert default(model_view.model_view, "tile") == sizes.TILE_SIDE == 16
-    assert default(present.for_projector, "width_px") == sizes.PROJECTOR_PLOT_PX == 1450
-    assert sizes.SCREEN_PLOT_PX == 600
+    assert default(present.for_projector, "width_px") == sizes.PROJECTOR_CHART_PX == 1760
+    assert default(present.for_screen, "width_px") == sizes.SCREEN_CHART_PX == 560
 
 
 def test_numbers_are_written_as_the_pages_and_lessons_write_them():

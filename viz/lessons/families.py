@@ -12,8 +12,9 @@ from plotly.subplots import make_subplots
 
 from i18n import _
 from viz.heatmap import _hover_data
-from viz.labels import axis_ticks, check_weights, labels_that_fit
-from viz.lessons.layout import EXTRA, NARROW_PX, query_key_hover
+from viz.labels import axis_ticks, check_weights, fit_ticks
+from viz.lessons.layout import EXTRA, query_key_hover
+from viz.sizes import SCREEN_CHART_PX
 from viz.style import (
     ALLOWED_COLOR,
     CELL_TEXT_COLOR,
@@ -69,29 +70,33 @@ def family_panels(allowed, weights, query_labels: Sequence[str], key_labels: Seq
                                  hoverongaps=False, name="masked",
                                  hovertemplate=hover + _("masked: weight 0") + EXTRA),
                       row=2, col=1)
-    if n_q * n_k <= 144:  # small enough for ✓ and ✗ in the mask's cells
-        for r in range(n_q):
-            for c in range(n_k):
-                fig.add_annotation(x=c, y=r, text="✓" if allowed[r, c] else "✗",
-                                   showarrow=False, xref="x", yref="y",
-                                   font={"size": MARK_FONT_SIZE, "color": CELL_TEXT_COLOR})
+    marks = []
+    if n_q * n_k <= 144:  # small enough for ✓ and ✗ in the mask's cells (set at once: adding
+        # annotations one by one copies them all each time)
+        marks = [{"x": c, "y": r, "text": "✓" if allowed[r, c] else "✗", "showarrow": False,
+                  "xref": "x", "yref": "y", "name": "mark",
+                  "font": {"size": MARK_FONT_SIZE, "color": CELL_TEXT_COLOR}}
+                 for r in range(n_q) for c in range(n_k)]
     side = max(200, min(320, 26 * max(n_q, n_k) + 40))
     fig.update_layout(
-        title=title, height=2 * side + 260,
-        margin={"l": 60, "r": 10, "t": 80 if title else 50, "b": 120},
+        title=title, height=2 * side + 260, annotations=list(fig.layout.annotations) + marks,
+        margin={"l": 60, "r": 10, "t": 80 if title else 50, "b": 60},
         coloraxis={"colorscale": WEIGHT_SCALE, "cmin": 0, "cmax": 1,
+                   # at the figure's foot, under the keys' labels (their room is fitted)
                    "colorbar": {"title": {"text": _("weight"), "side": "top"},
                                 "orientation": "h", "lenmode": "fraction", "len": 1.0,
-                                "x": 0.5, "xanchor": "center", "y": -0.1, "yanchor": "top",
-                                "thickness": 10}})
-    x_labels, y_labels = labels_that_fit(NARROW_PX), labels_that_fit(side - 20)
+                                "x": 0.5, "xanchor": "center", "y": 0, "yref": "container",
+                                "yanchor": "bottom", "thickness": 10}})
     for row in (1, 2):
-        # upright: a third of a small screen is about 110 px, slanted labels overlap there
-        fig.update_xaxes(tickangle=-90, tickfont=SMALL_TICK_FONT, showgrid=False,
-                         zeroline=False, row=row, col=1,
-                         **axis_ticks(key_labels, x_labels, special=special[1]))
+        # the keys are labelled once, under the head: the mask above has the same columns
+        x_ticks = axis_ticks(key_labels, n_k, special=special[1]) if row == 2 else {
+            "showticklabels": False}
+        fig.update_xaxes(tickfont=SMALL_TICK_FONT, showgrid=False, zeroline=False, row=row,
+                         col=1, **x_ticks)
         fig.update_yaxes(autorange="reversed", tickfont=SMALL_TICK_FONT, showgrid=False,
                          zeroline=False, row=row, col=1,
                          title_text=y_title if row == 2 else None,
-                         **axis_ticks(query_labels, y_labels, special=special[0]))
+                         **axis_ticks(query_labels, n_q, special=special[0]))
+    # a column a third of the page wide (the page fits it again to where it draws it)
+    fit_ticks(fig, SCREEN_CHART_PX / 3)
     return themed(fig)

@@ -11,7 +11,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from i18n import N_, _
+from viz.labels import LINE, text_width, wrap
 from viz.lessons.layout import BORDER, FILLS, arrow, symmetric
+from viz.sizes import SCREEN_CHART_PX, SMALL_PROJECTOR_CHART_PX
 from viz.style import (
     BAR_COLOR,
     GRID_COLOR,
@@ -20,6 +22,8 @@ from viz.style import (
     head_name,
     themed,
 )
+
+FLOOR_PX = 18  # presentation mode's least text (viz.present.FLOOR_PX)
 
 # The stages of one multi-head attention module, with how the seed writes their shapes.
 HEAD_STAGES = (
@@ -37,11 +41,17 @@ def _shape_text(shape: Sequence[int]) -> str:
     return "(" + ", ".join(str(n) for n in shape) + ")"
 
 
+ROWS_OF = (6, 3, 2)  # stages a row holds, fewest rows first (the layouts that look even)
+BOX_PX = 110  # the tallest a stage's box is drawn
+
+
 def heads_flow(shapes: Mapping[str, Sequence[int]], n_heads: int, *, shown: int | None = None,
-               title: str = "", font_size: int = 14) -> go.Figure:
+               title: str = "", font_size: int = 14, width_px: float | None = None
+               ) -> go.Figure:
     """The path of one multi-head attention module as boxes left to right, each with the
     seed's symbolic shape and the real one of this run; the split stages draw one stripe per
-    head in its colour.
+    head in its colour. A chart too narrow for six boxes side by side gets rows of three (or
+    two), joined by an arrow; the stages' names are wrapped to their boxes.
 
     Args:
         shapes: stage -> real shape (the stages of :data:`HEAD_STAGES`).
@@ -49,39 +59,73 @@ def heads_flow(shapes: Mapping[str, Sequence[int]], n_heads: int, *, shown: int 
         shown: how many stages to draw (the rest left empty, for a step-by-step reveal).
         title: the figure's title.
         font_size: the stages' text (larger for a projector).
+        width_px: the chart's width the text is fitted to (default: a 1024 px screen's, or
+            for text of 18 px and more, presentation mode's, the narrowest projector's).
 
     Returns:
         a figure of shapes and annotations.
     """
     shown = len(HEAD_STAGES) if shown is None else max(1, min(shown, len(HEAD_STAGES)))
-    fig = go.Figure()
+    if width_px is None:
+        width_px = SMALL_PROJECTOR_CHART_PX if font_size >= FLOOR_PX else SCREEN_CHART_PX
     width, gap = 14.0, 3.2
-    for i, (stage, label, symbolic) in enumerate(HEAD_STAGES[:shown]):
-        x0 = i * (width + gap)
-        split = stage in ("q", "pattern", "z")
-        if split:
+    texts = [(_(label), symbolic, _shape_text(shapes[stage]) if stage in shapes else None)
+             for stage, label, symbolic in HEAD_STAGES]
+    widest = max(text_width(line, font_size) for _label, *lines in texts for line in lines
+                 if line)
+    plot_px = width_px - 20
+    for per_row in ROWS_OF:  # the most boxes a row holds with every shape on one line
+        unit = plot_px / (per_row * (width + gap) + 2 * gap)
+        if widest <= (width + 0.8 * gap) * unit:
+            break
+    rows = -(-len(HEAD_STAGES) // per_row)
+    room = (width + 0.8 * gap) * unit  # px a stage's text may take
+    blocks = []
+    for label, symbolic, real in texts:
+        lines = [f"<b>{piece}</b>" for piece in wrap(label, font_size, room)] + [symbolic]
+        blocks.append(lines + ([f"<b>{real}</b>"] if real else []))
+    tall = min(unit, BOX_PX / 8)  # px a unit of height: boxes at most BOX_PX tall
+    text_units = max(len(b) for b in blocks) * font_size * LINE / tall + 0.8
+    pitch = 8 + text_units + 2.4  # a row: its text, its boxes and the way down to the next
+    fig = go.Figure()
+    centre = []
+    for i, ((stage, _label, _symbolic), lines) in enumerate(zip(HEAD_STAGES, blocks)):
+        row, col = divmod(i, per_row)
+        x0, y0 = col * (width + gap), -row * pitch
+        centre.append((x0, y0 + 4))
+        if i >= shown:
+            continue
+        if stage in ("q", "pattern", "z"):
             for h in range(n_heads):
-                y0 = 1 + h * 8 / n_heads
-                fig.add_shape(type="rect", x0=x0, x1=x0 + width, y0=y0, y1=y0 + 8 / n_heads,
-                              fillcolor=head_color(h), opacity=0.55,
+                bottom = y0 + h * 8 / n_heads
+                fig.add_shape(type="rect", x0=x0, x1=x0 + width, y0=bottom,
+                              y1=bottom + 8 / n_heads, fillcolor=head_color(h), opacity=0.55,
                               line={"color": BORDER, "width": 0.6})
         else:
-            fig.add_shape(type="rect", x0=x0, x1=x0 + width, y0=1, y1=9,
+            fig.add_shape(type="rect", x0=x0, x1=x0 + width, y0=y0, y1=y0 + 8,
                           fillcolor=FILLS["attention"] if stage != "concat" else FILLS["norm"],
                           line={"color": BORDER, "width": 1})
-        real = shapes.get(stage)
-        text = f"<b>{_(label)}</b><br>{symbolic}"
-        if real is not None:
-            text += f"<br><b>{_shape_text(real)}</b>"
-        fig.add_annotation(x=x0 + width / 2, y=9.6, text=text, showarrow=False,
-                           yanchor="bottom", font={"size": font_size})
-        if i:
-            arrow(fig, x0 - gap + 0.2, 5, x0 - 0.2, 5)
-    fig.update_layout(title=title, height=250, showlegend=False, dragmode=False,
-                      margin={"l": 10, "r": 10, "t": 50 if title else 10, "b": 10})
-    right = len(HEAD_STAGES) * (width + gap) - gap
-    fig.update_xaxes(range=[-1, right + 1], visible=False, fixedrange=True)
-    fig.update_yaxes(range=[0.5, 16.5], visible=False, fixedrange=True)
+        fig.add_annotation(x=x0 + width / 2, y=y0 + 8.6, text="<br>".join(lines),
+                           showarrow=False, yanchor="bottom", font={"size": font_size})
+        if not i:
+            continue
+        (px, py), (x, y) = centre[i - 1], centre[i]
+        if col:
+            arrow(fig, px + width + 0.2, y, x - 0.2, y)
+        else:  # down from the end of the row above, and into the first box of this one
+            down = py - 4 - 1.2
+            fig.add_shape(type="path", path=(f"M {px + width + 0.2},{py} H {px + width + gap / 2}"
+                                             f" V {down} H {x - gap / 2} V {y}"),
+                          line={"color": GUIDE_COLOR, "width": 1.6})
+            arrow(fig, x - gap / 2, y, x - 0.2, y)
+    top = 8 + text_units
+    height = (top + (rows - 1) * pitch + 1) * tall
+    margin_t = 50 if title else 10
+    fig.update_layout(title=title, height=height + margin_t + 10, showlegend=False,
+                      dragmode=False, margin={"l": 10, "r": 10, "t": margin_t, "b": 10})
+    right = per_row * (width + gap) - gap
+    fig.update_xaxes(range=[-gap, right + gap], visible=False, fixedrange=True)
+    fig.update_yaxes(range=[-(rows - 1) * pitch - 1, top], visible=False, fixedrange=True)
     return themed(fig)
 
 
