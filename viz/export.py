@@ -13,6 +13,7 @@ image takes well under a second.
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import re
@@ -32,6 +33,7 @@ from viz.style import THEME_COLORS
 
 IMAGE_FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 IMAGE_SCALE = 3  # a 700 px wide chart becomes 2,100 px: sharp on a projector and in print
+MAX_PNG_PX = 2400  # the widest PNG exported (wider charts get a smaller scale)
 DEFAULT_SIZE = (900, 600)  # px, for figures whose width follows the page
 _server = threading.Lock()
 _started = False
@@ -120,8 +122,13 @@ def image(figure: go.Figure, fmt: str, scale: float = IMAGE_SCALE, *,
     _start_kaleido()
     with warnings.catch_warnings():  # plotly warns that a running server ignores its options
         warnings.simplefilter("ignore", UserWarning)
-        return pio.to_image(for_slide(figure, width, theme), format=fmt,
-                            scale=scale if fmt == "png" else 1)
+        slide = for_slide(figure, width, theme)
+        # a PNG at most MAX_PNG_PX wide: a full-width projector chart at 3x would be 5,280 px,
+        # and a page's ZIP of them took minutes to render
+        shown = slide.layout.width or width or 0
+        if fmt == "png" and shown:
+            scale = min(scale, max(1.0, MAX_PNG_PX / shown))
+        return pio.to_image(slide, format=fmt, scale=scale if fmt == "png" else 1)
 
 
 def html(figure: go.Figure, title: str = "", *, width: float | None = None,
@@ -161,7 +168,7 @@ def figure_table(figure: go.Figure) -> bytes:
     them, not the thinned tick labels), else every trace's points."""
     for trace in figure.data:
         if trace.type == "heatmap" and trace.z is not None:
-            z = np.asarray(trace.z, dtype=float)
+            z = _array(trace.z)
             rows = _labels(figure, trace, "y", z.shape[0])
             columns = _labels(figure, trace, "x", z.shape[1])
             return matrix_csv(z, rows, columns)
@@ -177,6 +184,17 @@ def figure_table(figure: go.Figure) -> bytes:
         for x, y in zip(xs, ys, strict=False):
             writer.writerow([name, x, y])
     return ("\ufeff" + out.getvalue()).encode("utf-8")
+
+
+def _array(value) -> np.ndarray:
+    """A figure's array as floats: plain lists, or Plotly's typed-array dict (``bdata``) that a
+    figure read back from its JSON holds."""
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        if "shape" in value:
+            array = array.reshape([int(n) for n in str(value["shape"]).split(",")])
+        return array.astype(float)
+    return np.asarray(value, dtype=float)
 
 
 def _labels(figure: go.Figure, trace, axis: str, n: int) -> list[str]:

@@ -369,7 +369,8 @@ def test_the_families_page_shows_the_translator_at_once_and_the_others_on_demand
 @pytest.mark.slow
 def test_the_families_page_shows_three_masks_side_by_side():
     at = app_test("lesson_families")
-    at.button(key="fam_load_all").click().run()
+    if any(button.key == "fam_load_all" for button in at.button):  # this process has not
+        at.button(key="fam_load_all").click().run()  # loaded all three yet (others' tests may)
     assert not at.exception
     encoder, decoder, cross = figures(at)
     assert plotly_array(encoder["data"][0]["z"]).all()  # bidirectional
