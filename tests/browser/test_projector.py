@@ -153,10 +153,15 @@ def test_keys_in_a_text_box_type_and_do_not_step():
         _open(page, f"{url}/translate?lang=en")
         box = page.get_by_label("English sentence", exact=True)
         box.click()
-        box.press("End")
-        box.press("ArrowLeft")
-        box.press("ArrowRight")
-        page.wait_for_timeout(1500)
+        asked = page.evaluate("() => window.__runs.requested")  # the runs asked for so far
+        for key in ("End", "ArrowLeft", "PageDown", "ArrowRight", " "):
+            box.press(key)
+        box.press("x")  # typed after the keys: once the box shows it, every key was handled
+        page.wait_for_function(
+            "() => document.querySelector(\"input[aria-label='English sentence']\")"
+            "?.value === 'The cat sat on the mat x'", timeout=60_000)
+        # the keys moved the caret and typed in the box, and asked the app for no step
+        assert page.evaluate("() => window.__runs.requested") == asked
         assert _step(page) == 1
 
 

@@ -162,8 +162,8 @@ def test_the_root_d_model_label_is_clear_of_every_bar(url, lang, present):
 
 def test_a_served_app_loads_the_families_models_as_it_starts(monkeypatch):
     """The server loads the lesson's models before anyone asks: lesson 3.7 then shows all
-    three families without a click (opened before the loads are over, it is reloaded until
-    then; nothing on the page asks for a model)."""
+    three families without a click (opened before the loads are over, it is opened again,
+    each time once its run is over, until then; nothing on the page asks for a model)."""
     monkeypatch.setenv("ATTENTION_EXPLORER_PRELOAD", "own-translator,minilm,smollm2")
     with served_app() as served, chromium_page() as page:
         deadline = time.monotonic() + 300
@@ -173,7 +173,6 @@ def test_a_served_app_loads_the_families_models_as_it_starts(monkeypatch):
             if not page.get_by_role("button", name="Load all three models").count():
                 break
             assert time.monotonic() < deadline, "the models were not loaded in 300 s"
-            page.wait_for_timeout(5_000)
         page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 3",
                                timeout=120_000)
         assert page.locator("[data-testid='stException']").count() == 0
