@@ -85,11 +85,13 @@ def dense_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
     return int(MARGIN * (kept + max(kept, _page(dims, kinds)) + _overhead(dims, n)))
 
 
-def lazy_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
-    """Peak bytes of a trace that keeps queries and keys and computes heads when asked (Hugging
-    Face checkpoints); masks kept as bool ``[query, key]``."""
+def lazy_bytes(dims: ModelDims, family: Family, n: Lengths, element_bytes: int = FLOAT32) -> int:
+    """Peak bytes of a trace that keeps queries and keys (``element_bytes`` each: the model's
+    dtype) and computes heads when asked (Hugging Face checkpoints); masks kept as bool
+    ``[query, key]``."""
     kinds = _cells(dims, family, n)
-    kept = sum(layers * (dims.n_heads * q + dims.n_kv_heads * k) * dims.d_head * FLOAT32 + q * k
+    kept = sum(layers * (dims.n_heads * q + dims.n_kv_heads * k) * dims.d_head * element_bytes
+               + q * k
                for layers, q, k in kinds.values())
     forward = max(dims.n_heads * q * k for _layers, q, k in kinds.values()) * FORWARD_BYTES_PER_CELL
     return int(MARGIN * (kept + max(forward, _page(dims, kinds)) + _overhead(dims, n)))
