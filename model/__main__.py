@@ -20,6 +20,12 @@ n_kv_heads, ...). Load it with numpy.load(FILE).
 """
 
 
+DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
+DTYPE_HELP = ("the precision of the model's weights: auto (bfloat16 on a CUDA GPU that supports "
+              "it, float16 on older ones, float32 on the CPU), float32, bfloat16 or float16 "
+              "(default: auto); attention weights are computed in float32 whatever it is")
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one ``error: ...`` line (and exit status 2)."""
 
@@ -66,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--device", default="auto",
         help="auto (CUDA when present, else CPU), cpu or cuda (default: auto)")
+    export.add_argument("--dtype", choices=DTYPE_CHOICES, default="auto", help=DTYPE_HELP)
     export.add_argument(
         "--debug", action="store_true",
         help="on an unexpected error, show the whole traceback instead of one line")
@@ -105,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
                              "else one per two CPUs)")
     corpus.add_argument("--device", default="auto",
                         help="auto (CUDA when present, else CPU), cpu or cuda (default: auto)")
+    corpus.add_argument("--dtype", choices=DTYPE_CHOICES, default="auto", help=DTYPE_HELP)
     corpus.add_argument("--debug", action="store_true",
                         help="on an unexpected error, show the whole traceback")
     return parser
@@ -208,7 +216,7 @@ def _export(args: argparse.Namespace) -> int:
     _check_out(args.out, force=args.force)
     device = args.device.strip()
     resolve_device(device)  # an unknown device: a ValueError that says so, before loading
-    model = load(spec, device=device)
+    model = load(spec, device=device, dtype=args.dtype)
     if args.target is not None and model.family is not Family.ENCODER_DECODER:
         raise ValueError(f"--target applies to encoder-decoder models; {spec} is {model.family}")
     trace = model.trace(args.text, target=args.target)
@@ -255,7 +263,8 @@ def _corpus(args: argparse.Namespace) -> int:
 
     try:
         frame = run_corpus(spec, sentences, engine=args.engine, address=address,
-                           device=args.device.strip(), batch_size=args.batch_size, span=span,
+                           device=args.device.strip(), dtype=args.dtype,
+                           batch_size=args.batch_size, span=span,
                            progress=progress, workers=args.workers)
     finally:
         for bar in bars:

@@ -34,7 +34,9 @@ class LoadedModel(Protocol):
     Attributes:
         name: the SPEC it was loaded as (a bundled name, hub id or path).
         family: encoder-only, decoder-only or encoder-decoder.
-        device: where it runs.
+        device: where it runs (a model spread over several devices: where its inputs go).
+        dtype: the precision of its weights, ``"float32"``, ``"bfloat16"`` or ``"float16"``
+            (its traces' weights are float32 whatever it is).
         dims: its sizes (d_model, heads, K/V heads, d_head, d_ff, layers per stack).
         positions: its positional scheme and that scheme's parameters.
         module: the whole torch module (every parameter).
@@ -43,6 +45,7 @@ class LoadedModel(Protocol):
     name: str
     family: Family
     device: torch.device
+    dtype: str
     dims: ModelDims
     positions: PositionInfo
 

@@ -16,26 +16,36 @@ MAX_SPEC = 512  # characters: longer than any hub id, and than most paths
 
 
 def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
-         policy: LoadPolicy = OPEN) -> LoadedModel:
+         policy: LoadPolicy = OPEN, dtype: str = "auto") -> LoadedModel:
     """Load a model ready to :meth:`~model.interface.LoadedModel.trace` text.
 
     Args:
         spec: a bundled name (``own-random``, ``own-translator``, ``minilm``, ``smollm2``), a
             Hugging Face hub id, a local checkpoint directory or a ``.gguf`` file; surrounding
             spaces are ignored.
-        device: ``"auto"`` (CUDA when present, else CPU), ``"cpu"`` or ``"cuda"``.
+        device: ``"auto"`` (CUDA when present, spread over every GPU when torch sees several,
+            else CPU), ``"cpu"`` or ``"cuda"``.
         trust_remote_code: run a hub checkpoint's own Python code (off unless asked, and only
             where ``policy`` allows it).
         policy: where models may come from (:mod:`model.policy`); the default allows any
             spec, as on one's own machine.
+        dtype: the precision of the weights: ``"auto"`` (bfloat16 on a CUDA GPU that supports
+            it, float16 on older ones, float32 on the CPU), ``"float32"``, ``"bfloat16"`` or
+            ``"float16"`` (or those torch dtypes). Attention weights are computed with float32
+            accumulation whatever it is.
 
     Returns:
         a :class:`~model.interface.LoadedModel`: ``name``, ``family``, ``device``, ``dims``,
         ``positions``, ``trace(text, target=None)``, ...
 
     Raises:
-        ModelLoadError: the spec cannot be loaded, or ``policy`` refuses it.
+        ModelLoadError: the spec cannot be loaded, is larger than the memory available, or
+            ``policy`` refuses it.
+        ValueError: an unknown ``device`` or ``dtype``.
     """
+    from model.device import resolve_dtype
+
+    resolve_dtype(dtype, "cpu")  # an unknown precision says so before anything loads
     if not isinstance(spec, str):
         raise TypeError(f"spec must be a string, not {type(spec).__name__}")
     spec = spec.strip()
@@ -48,11 +58,11 @@ def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
     if spec == "own-random":
         from model.own.adapter import OwnModel
 
-        return OwnModel.random(device)
+        return OwnModel.random(device, dtype=dtype)
     if spec == "own-translator":
         from model.own.translator import Translator
 
-        return Translator.from_files(device=device)
+        return Translator.from_files(device=device, dtype=dtype)
     if spec not in BUNDLED and not policy.other:
         raise ModelLoadError(_("this server offers its bundled models only ({models}); its "
                                "operator has switched other models off").format(
@@ -62,4 +72,5 @@ def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
                                "(trust_remote_code is off)"))
     from model.hf.adapter import HFModel
 
-    return HFModel.load(spec, device=device, trust_remote_code=trust_remote_code, policy=policy)
+    return HFModel.load(spec, device=device, trust_remote_code=trust_remote_code, policy=policy,
+                        dtype=dtype)

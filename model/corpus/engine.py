@@ -155,7 +155,7 @@ def _run(model, sentences, indices: list[int], span, parts: list, skipped: list,
 
 
 def run_corpus(spec: str, sentences: Sequence[str], *, engine: str = "local",
-               address: str | None = None, device: str = "auto",
+               address: str | None = None, device: str = "auto", dtype: str = "auto",
                batch_size: int = BATCH_SIZE, span: Span | None = None,
                progress: Callable[[int, int], None] | None = None, workers: int | None = None):
     """The corpus table of ``spec`` on ``sentences`` as a pandas DataFrame.
@@ -163,6 +163,7 @@ def run_corpus(spec: str, sentences: Sequence[str], *, engine: str = "local",
     Args:
         engine: ``"local"`` (this process) or ``"ray"`` (Ray Data on a cluster).
         address: the Ray cluster (default: ``RAY_ADDRESS``, else a local one started here).
+        device, dtype: where and in what precision the model runs (as :func:`model.load`).
         workers: Ray workers, each holding the model (default: one per GPU of the cluster,
             else one per two CPUs, at most one per batch).
         progress: called with ``(sentences done, sentences)``.
@@ -188,14 +189,14 @@ def run_corpus(spec: str, sentences: Sequence[str], *, engine: str = "local",
     if engine == "local":
         from model import load
 
-        model = load(spec, device=device)
+        model = load(spec, device=device, dtype=dtype)
         if progress is not None:
             progress(0, len(sentences))  # loaded: the run starts
         table, skipped = corpus_table(model, sentences, batch_size=batch_size, span=span,
                                       progress=progress)
         nothing_ran(table, skipped)
     else:
-        table, skipped = _on_ray(spec, sentences, address=address, device=device,
+        table, skipped = _on_ray(spec, sentences, address=address, device=device, dtype=dtype,
                                  batch_size=batch_size, span=span, progress=progress,
                                  workers=workers)
     frame = pd.DataFrame(table)
@@ -216,11 +217,12 @@ class _Worker:
     batches (each input row is one batch: its first index and its texts as JSON). A sentence
     left out comes back as one row with layer -1 and its message in ``error``."""
 
-    def __init__(self, spec: str, device: str, span: Span | None, threads: int):
+    def __init__(self, spec: str, device: str, span: Span | None, threads: int,
+                 dtype: str = "auto"):
         from model import load
 
         torch.set_num_threads(threads)  # its share of the node's CPUs, not all of them
-        self.model = load(spec, device=device)
+        self.model = load(spec, device=device, dtype=dtype)
         self.span = span
 
     def __call__(self, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -243,7 +245,8 @@ class _Worker:
         return merge(parts, self.span)
 
 
-def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, workers):
+def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, workers,
+            dtype="auto"):
     try:
         import ray
     except ImportError:
@@ -265,7 +268,7 @@ def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, wor
         counter = ray.remote(_Count).options(num_cpus=0).remote()
         task = ray.remote(_gather).options(num_cpus=0).remote(
             spec, sentences, device=device, batch_size=batch_size, span=span, workers=workers,
-            counter=counter)
+            counter=counter, dtype=dtype)
         if progress is not None:
             progress(0, len(sentences))  # connected: the run starts
         try:
@@ -280,7 +283,7 @@ def _on_ray(spec, sentences, *, address, device, batch_size, span, progress, wor
             progress(len(sentences), len(sentences))
     else:
         parts, skipped = _gather(spec, sentences, device=device, batch_size=batch_size,
-                                 span=span, workers=workers, progress=progress)
+                                 span=span, workers=workers, progress=progress, dtype=dtype)
     table = merge(parts, span)
     nothing_ran(table, skipped)
     # every sentence's rows come from one batch, in kind, layer and head order: ordering by
@@ -303,7 +306,7 @@ class _Count:
 
 
 def _gather(spec, sentences, *, device, batch_size, span, workers, progress=None,
-            counter=None):
+            counter=None, dtype="auto"):
     """The Ray Data pipeline of :func:`_on_ray`, run where the driver is (this process, or a
     task on the cluster under Ray Client, reporting to ``counter``): the parts of the table,
     with the sentences left out."""
@@ -331,7 +334,7 @@ def _gather(spec, sentences, *, device, batch_size, span, workers, progress=None
                                 for start, texts in chunks])
     results = data.map_batches(
         _Worker, fn_constructor_kwargs={"spec": spec, "device": device, "span": span,
-                                        "threads": threads},
+                                        "threads": threads, "dtype": dtype},
         batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
         num_gpus=1 if gpus else 0, num_cpus=threads if not gpus else 1, batch_format="numpy")
     if progress is not None:

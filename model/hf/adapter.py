@@ -3,7 +3,10 @@
 :meth:`HFModel.load` resolves a SPEC (:mod:`.checkpoints`), reads the family, sizes and positions
 from the config (:mod:`.config`), loads tokenizer and model with transformers' Auto classes (never
 ``trust_remote_code`` unless asked), in eval mode, on CUDA when present, with attention routed
-through :mod:`.capture` so that tracing costs about one fused forward pass.
+through :mod:`.capture` so that tracing costs about one fused forward pass. It loads in the
+precision asked for (:func:`~model.device.resolve_dtype`), on one device or, where torch sees
+several GPUs, spread over them by accelerate (each layer's heads then computed on that layer's
+GPU), after checking that its weights fit in the memory available.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from transformers import AutoConfig, AutoTokenizer
 
 from i18n import _
 from model.budget import Lengths, dense_bytes, lazy_bytes
-from model.device import resolve_device
+from model.device import available_memory, dtype_name, resolve_device, resolve_dtype
 from model.errors import CaptureError, ModelLoadError
 from model.hf.capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, padded_weights, recording
 from model.hf.checkpoints import cache_dir, describe, from_pretrained, resolve
@@ -50,8 +53,20 @@ PROBE_TEXT = "The cat sat on the mat."
 PROBE_TARGET = "the cat"
 # How far the recorded weights of the probe may be from the model's eager ones: fused and eager
 # attention differ by float rounding (about 1e-6 per layer), a formula that is not the model's by
-# 0.01 and more.
+# 0.01 and more. In half precision the model's eager weights are rounded to it (its scores too,
+# in bfloat16) where the recorded ones are computed in float32, and a recorded and an eager pass
+# drift apart layer by layer (each rounds its attention's output differently): the probe allows
+# that drift between two passes (PROBE_ATOL_BY_DTYPE; SmolLM2-135M's 30 layers differ by up to
+# 0.046 in bfloat16, 0.0038 in float16), and checks the formula on one eager pass, recorded as
+# it runs, more closely (SAME_PASS_ATOL; SmolLM2-135M: up to 0.012 in bfloat16, 0.0016 in
+# float16). See tests/unit/test_precision.py.
 PROBE_ATOL = 1e-3
+PROBE_ATOL_BY_DTYPE = {"float32": PROBE_ATOL, "float16": 2e-2, "bfloat16": 0.15}
+SAME_PASS_ATOL = {"float32": PROBE_ATOL, "float16": 6e-3, "bfloat16": 4e-2}
+# What a model spread over several GPUs leaves free on each for its passes: this share of the
+# GPU's free memory, and at least this many bytes.
+GPU_MARGIN_SHARE = 0.1
+GPU_MARGIN_BYTES = 1 << 30
 # What reading a broken or foreign checkpoint raises, from transformers, safetensors, the GGUF
 # reader and torch's unpickler: all become a ModelLoadError.
 LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, RuntimeError, StopIteration,
@@ -173,6 +188,29 @@ class HFModel:
     def module(self) -> torch.nn.Module:
         return self.model
 
+    @property
+    def dtype(self) -> str:
+        """The precision of its weights: ``"float32"``, ``"bfloat16"`` or ``"float16"``."""
+        return dtype_name(self.model.dtype)
+
+    @property
+    def spread(self) -> bool:
+        """Whether its layers are placed by accelerate (a device map: several GPUs, or layers
+        offloaded to the CPU or disk), each layer's heads computed where that layer ran."""
+        return bool(getattr(self.model, "hf_device_map", None))
+
+    def _devices(self) -> str:
+        """Where it runs, for a trace: its device, or a spread model's places joined by ``+``
+        (``cuda:0+cuda:1``, ``cpu+disk``)."""
+        if not self.spread:
+            return str(self.device)
+        places = []
+        for place in self.model.hf_device_map.values():
+            name = f"cuda:{place}" if isinstance(place, int) else str(place)
+            if name not in places:
+                places.append(name)
+        return "+".join(places)
+
     def parameter_modules(self) -> dict[str, list[torch.nn.Module]]:
         """Modules holding parameters, grouped by what their names say they are."""
         groups: dict[str, list[torch.nn.Module]] = {"attention": [], "ffn": [], "embeddings": []}
@@ -200,9 +238,23 @@ class HFModel:
 
     @classmethod
     def load(cls, spec: str, device: str = "auto", trust_remote_code: bool = False,
-             policy: LoadPolicy = OPEN) -> HFModel:
+             policy: LoadPolicy = OPEN, dtype: str = "auto", device_map=None,
+             max_memory: dict | None = None, offload_folder: str | None = None) -> HFModel:
         """Load ``spec`` (see :func:`~model.hf.checkpoints.resolve`) on ``device``, in eval
-        mode, from where ``policy`` allows.
+        mode, in precision ``dtype`` (:func:`~model.device.resolve_dtype`), from where
+        ``policy`` allows.
+
+        ``device="auto"`` where torch sees several CUDA GPUs spreads the model over them
+        (accelerate's ``device_map="auto"``, each GPU keeping a margin free for the passes);
+        each layer's heads are then computed on that layer's GPU. Before any weight is read,
+        the weights' size (counted from the checkpoint's safetensors headers, else from its
+        config without allocating) is checked against the memory available.
+
+        Args:
+            device_map, max_memory, offload_folder: an explicit placement, passed to
+                transformers' ``from_pretrained`` as they are (accelerate's device maps, e.g.
+                some layers on ``"cpu"`` and the rest offloaded to ``"disk"`` in
+                ``offload_folder``); the memory check is then left to that placement.
 
         Raises:
             ModelLoadError: for every reason a checkpoint cannot be loaded (a missing or
@@ -211,22 +263,28 @@ class HFModel:
                 a one-line message that names the spec, never the server's own folders.
         """
         device_t = resolve_device(device)
+        dtype_t = resolve_dtype(dtype, device_t)
         common = dict(trust_remote_code=trust_remote_code)
         weights = {} if policy.pickle else {"use_safetensors": True}
+        placement = _placement(device, device_t, device_map, max_memory, offload_folder)
         source = spec
         try:
-            source, local_only = resolve(spec, trust_remote_code, policy)
+            source, local_only = resolve(spec, trust_remote_code, policy, dtype=dtype_t)
             config = from_pretrained(AutoConfig, source, local_only, policy, **common)
             family = detect_family(config)
             dims = read_dims(config, family)  # refuse a config without attention before weights
+            if device_map is None:
+                _check_fits(spec, source, local_only, config, family, dtype_t, device_t,
+                            placement, trust_remote_code)
             tokenizer = from_pretrained(AutoTokenizer, source, local_only, policy, **common)
             model = from_pretrained(auto_class(family), source, local_only, policy,
-                                    dtype=torch.float32, **common, **weights)
+                                    dtype=dtype_t, **placement, **common, **weights)
         except ModelLoadError:
             raise
         except LOAD_ERRORS as error:
             raise ModelLoadError(_load_message(spec, source, error, policy)) from None
         model = _ready(model, device_t)
+        device_t = _input_device(model, device_t)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         loaded = cls(spec, model, tokenizer, family, device_t, dims)
@@ -236,8 +294,8 @@ class HFModel:
 
         def reload_eager():
             again = from_pretrained(auto_class(family), source, local_only, policy,
-                                    dtype=torch.float32, attn_implementation="eager", **common,
-                                    **weights)
+                                    dtype=dtype_t, attn_implementation="eager", **placement,
+                                    **common, **weights)
             return _ready(again, device_t)
 
         try:
@@ -354,11 +412,47 @@ class HFModel:
         """Why the weights recomputed from the probe's recorded ``calls`` are not the model's
         own eager ``output_attentions`` on it (to :data:`PROBE_ATOL`; rows compared as shares
         where a sink takes part, since some models return their eager weights before it), or
-        None. A model that cannot switch to eager mode is not compared."""
+        None. A model that cannot switch to eager mode is not compared.
+
+        In half precision two passes drift apart layer by layer (each rounds its attention's
+        output differently), so the two are compared to :data:`PROBE_ATOL_BY_DTYPE`, and the
+        formula is checked more closely on one pass (:meth:`_against_eager_same_pass`)."""
         trace = self._make_trace(calls, inputs, 0)
         maps = self._eager_probe(inputs)
         if maps is None:  # no eager pass to compare with: the recorded route is all there is
             return None
+        problem = self._differs(trace, maps, calls, PROBE_ATOL_BY_DTYPE.get(self.dtype,
+                                                                            PROBE_ATOL))
+        if problem is None and self.dtype != "float32":
+            problem = self._against_eager_same_pass(inputs)
+        return problem
+
+    def _against_eager_same_pass(self, inputs) -> str | None:
+        """Half precision: why the weights recomputed from the queries and keys recorded in the
+        model's own eager pass are not that pass's ``output_attentions`` (to
+        :data:`SAME_PASS_ATOL`: the eager weights and, in bfloat16, scores are rounded to the
+        model's precision, the recorded ones computed in float32), or None; not compared where
+        the eager implementation cannot be recorded."""
+        with _quiet_transformers():
+            try:
+                self.model.set_attn_implementation(ATTN_EAGER)
+            except (ValueError, AttributeError, NotImplementedError):
+                return None
+        try:
+            with recording(self.model) as recorder:
+                maps = eager_weights(self.model, self.family, inputs, None, some=True)
+        except (ModelLoadError, *LOAD_ERRORS):
+            return None
+        finally:
+            self._set_route(RECORDED)
+        calls = recorder.calls
+        if self._recorded_problem(calls, inputs) is not None:
+            return None
+        trace = self._make_trace(calls, inputs, 0)
+        return self._differs(trace, maps, calls, SAME_PASS_ATOL.get(self.dtype, PROBE_ATOL))
+
+    def _differs(self, trace, maps, calls, tolerance: float) -> str | None:
+        """Why ``trace``'s weights are not the eager ``maps`` to ``tolerance``, or None."""
         per_kind = self._per_kind(calls)
         for kind, eager in maps.items():
             got = trace.stack(kind)  # [layer, head, query, key]
@@ -372,7 +466,7 @@ class HFModel:
                 got = got / np.maximum(got.sum(-1, keepdims=True), 1e-30)
                 expected = expected / np.maximum(expected.sum(-1, keepdims=True), 1e-30)
             worst = float(np.abs(got - expected).max(initial=0.0))
-            if not worst <= PROBE_ATOL:
+            if not worst <= tolerance:
                 return _("its recorded {kind} weights differ from its eager output_attentions "
                          "by up to {worst:.2g}").format(kind=kind, worst=worst)
         return None
@@ -480,7 +574,7 @@ class HFModel:
         asked (recorded), or every weight of every layer (eager)."""
         if self.route == EAGER:
             return dense_bytes(self.dims, self.family, n)
-        return lazy_bytes(self.dims, self.family, n)
+        return lazy_bytes(self.dims, self.family, n, element_bytes=self.model.dtype.itemsize)
 
     # --- tracing ------------------------------------------------------------------------
 
@@ -587,7 +681,8 @@ class HFModel:
                 return _padded_eager(per_kind[name][layer], real, self.device)
             stores = [t.attention[name] for t in traces]
             return padded_weights(per_kind[name][layer], [s.q_index for s in stores],
-                                  [s.k_index for s in stores], self.device)
+                                  [s.k_index for s in stores],
+                                  None if self.spread else self.device)
 
         return AttentionBatch(traces, weights)
 
@@ -810,7 +905,8 @@ class HFModel:
                         "decoder.cross": inputs["input_ids"].shape[1]}
             n_tokens["decoder.self"] = inputs["decoder_input_ids"].shape[1] \
                 if "decoder_input_ids" in inputs else inputs["input_ids"].shape[1]
-            attention = {name: LazyAttention(per_kind[name], b, *index[name], device=self.device,
+            device = None if self.spread else self.device  # spread: each layer where it ran
+            attention = {name: LazyAttention(per_kind[name], b, *index[name], device=device,
                                              n_tokens=n_tokens[name])
                          for name in per_kind}
             first = next(iter(attention.values()))
@@ -818,8 +914,8 @@ class HFModel:
         return AttentionTrace(
             model=self.name, family=self.family, attention=attention,
             n_heads=n_heads, n_kv_heads=n_kv_heads,
-            positional=self.positions.scheme, device=str(self.device),
-            dtype=str(self.model.dtype).removeprefix("torch."), special_positions=special,
+            positional=self.positions.scheme, device=self._devices(),
+            dtype=self.dtype, special_positions=special,
             unknown={axis: found for axis, found in unknown.items() if found},
             meta={**model_facts(self.dims, self.positions, model_type=self.config.model_type,
                                 capture=self.route),
@@ -833,13 +929,136 @@ def _nbytes(tensor: torch.Tensor) -> int:
 
 
 def _ready(model, device: torch.device):
-    """``model`` on ``device`` in eval mode, with the input language an X-MOD model needs set
-    (English where it has an adapter for it, else its first language)."""
+    """``model`` on ``device`` in eval mode (a model placed by a device map stays where
+    accelerate put it), with the input language an X-MOD model needs set (English where it has
+    an adapter for it, else its first language)."""
     languages = list(getattr(model.config, "languages", None) or [])
     if languages and getattr(model.config, "default_language", "") is None and \
             hasattr(model, "set_default_language"):
         model.set_default_language("en_XX" if "en_XX" in languages else languages[0])
+    if getattr(model, "hf_device_map", None):
+        return model.eval()
     return model.to(device).eval()
+
+
+def _placement(device, device_t: torch.device, device_map, max_memory,
+               offload_folder) -> dict:
+    """The placement keywords of ``from_pretrained``: those given, or accelerate's
+    ``device_map="auto"`` over every GPU (each keeping :data:`GPU_MARGIN_SHARE` of its free
+    memory, at least :data:`GPU_MARGIN_BYTES`) where ``device`` is ``"auto"`` and torch sees
+    several, else none (the model is moved to ``device_t`` whole)."""
+    if device_map is not None:
+        given = {"device_map": device_map, "max_memory": max_memory,
+                 "offload_folder": offload_folder}
+        return {key: value for key, value in given.items() if value is not None}
+    if (device is None or str(device).strip() == "auto") and device_t.type == "cuda" and \
+            torch.cuda.device_count() > 1:
+        if max_memory is None:
+            max_memory = {}
+            for index in range(torch.cuda.device_count()):
+                free = int(torch.cuda.mem_get_info(index)[0])
+                max_memory[index] = max(0, free - max(int(free * GPU_MARGIN_SHARE),
+                                                      GPU_MARGIN_BYTES))
+        return {"device_map": "auto", "max_memory": max_memory}
+    return {}
+
+
+def _input_device(model, device: torch.device) -> torch.device:
+    """Where a model's inputs go: ``device``, or for a model placed by a device map the device
+    of its first placed module (the CPU for one offloaded to disk)."""
+    placed = getattr(model, "hf_device_map", None)
+    if not placed:
+        return device
+    first = next(iter(placed.values()))
+    if isinstance(first, int):
+        return torch.device("cuda", first)
+    first = str(first)
+    return torch.device("cpu") if first in ("disk", "meta") else torch.device(first)
+
+
+def _size(n_bytes: float) -> str:
+    """``12.3 GB`` (units of 10⁹ bytes), or MB below a tenth of a GB."""
+    if n_bytes >= 1e8:
+        return f"{n_bytes / 1e9:.1f} GB"
+    return f"{n_bytes / 1e6:.1f} MB"
+
+
+def weight_count(source: str, local_only: bool, config, family: Family,
+                 trust_remote_code: bool = False) -> int | None:
+    """How many numbers a checkpoint's weights hold, without reading or allocating them: from
+    the headers of a local folder's safetensors files, else counted on a model built from
+    ``config`` on the meta device (accelerate's ``init_empty_weights``); None when neither
+    works."""
+    folder = Path(source)
+    if local_only and folder.is_dir():
+        found = _safetensors_count(folder)
+        if found:
+            return found
+    try:
+        from accelerate import init_empty_weights
+
+        with init_empty_weights(), _quiet_transformers():
+            empty = auto_class(family).from_config(config, trust_remote_code=trust_remote_code)
+        empty.tie_weights()  # not tied on the meta device until asked: counted once
+    except (ImportError, *LOAD_ERRORS):
+        return None
+    return sum(p.numel() for p in empty.parameters())
+
+
+def _safetensors_count(folder: Path) -> int | None:
+    """The numbers in the safetensors files of ``folder`` (those its index names, when it has
+    one), read from their headers; None when it holds none or one cannot be read."""
+    import json
+
+    index = folder / "model.safetensors.index.json"
+    try:
+        if index.is_file():
+            names = set(json.loads(index.read_text())["weight_map"].values())
+            files = [folder / name for name in sorted(names)]
+        else:
+            files = [folder / "model.safetensors"] if (folder / "model.safetensors").is_file() \
+                else sorted(folder.glob("*.safetensors"))
+        total = 0
+        for file in files:
+            with open(file, "rb") as handle:
+                size = struct.unpack("<Q", handle.read(8))[0]
+                header = json.loads(handle.read(size))
+            for name, entry in header.items():
+                if name != "__metadata__":
+                    total += int(np.prod(entry["shape"], dtype=np.int64))
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return None
+    return total or None
+
+
+def _check_fits(spec: str, source: str, local_only: bool, config, family: Family,
+                dtype: torch.dtype, device: torch.device, placement: dict,
+                trust_remote_code: bool) -> None:
+    """Refuse, before any weight is read, a checkpoint whose weights in ``dtype`` are larger
+    than the memory available where they would go: RAM on the CPU, the free memory of the GPU
+    (of every GPU, less their margins, when spread over several).
+
+    Raises:
+        ModelLoadError: with both sizes.
+    """
+    count = weight_count(source, local_only, config, family, trust_remote_code)
+    if count is None:
+        return  # not counted: transformers reports what goes wrong
+    need = count * dtype.itemsize
+    limits = placement.get("max_memory")
+    if limits:
+        have = sum(int(v) for v in limits.values())
+        where = _("the free memory of its {count} GPUs, less a margin on each").format(
+            count=len(limits))
+    else:
+        have = available_memory(device)
+        where = _("free GPU memory") if device.type == "cuda" else _("available RAM")
+    if need > have:
+        raise ModelLoadError(_("{spec} is too large for this machine: its weights need about "
+                               "{need} in {dtype}; this machine has {have} available "
+                               "({where})").format(spec=repr(spec), need=_size(need),
+                                                   dtype=dtype_name(dtype), have=_size(have),
+                                                   where=where))
 
 
 # Models whose self-attention keys are the tokens' followed by keys that are not tokens, each

@@ -53,9 +53,12 @@ _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar(
 class Call:
     """What one attention call saw (batch kept; one entry per layer and kind).
 
-    ``q`` is ``[batch, head, query, d]``, ``k`` is ``[batch, kv_head, key, d]`` (float32 numpy);
-    ``mask`` is the mask the implementation received (bool: True = may attend, or additive
-    float) or None with ``causal`` telling what SDPA did; ``bias`` is an additive position bias.
+    ``q`` is ``[batch, head, query, d]``, ``k`` is ``[batch, kv_head, key, d]``, numpy in the
+    model's precision ``dtype`` (float32 or float16; bfloat16, which numpy lacks, as its raw bits
+    in uint16: :func:`recorded_tensor` turns either back into torch); ``device`` is where the
+    call ran (where its heads are computed); ``mask`` is the mask the implementation received
+    (bool: True = may attend, or additive float32) or None with ``causal`` telling what SDPA
+    did; ``bias`` is an additive position bias (float32).
     """
 
     module_name: str
@@ -67,6 +70,8 @@ class Call:
     bias: np.ndarray | None = None
     softcap: float | None = None
     sinks: np.ndarray | None = None
+    dtype: str = "float32"
+    device: torch.device | None = None
 
 
 @dataclass
@@ -77,14 +82,21 @@ class Recorder:
     calls: list[Call] = field(default_factory=list)
     _shared: dict[int, tuple[Any, np.ndarray]] = field(default_factory=dict)
 
-    def shared(self, tensor: torch.Tensor | None) -> np.ndarray | None:
-        """A numpy copy of a tensor that many layers share (masks, biases), made once."""
+    def shared(self, tensor: torch.Tensor | None, mask: bool = False) -> np.ndarray | None:
+        """A float32 (or bool) numpy copy of a tensor that many layers share (masks, biases),
+        made once. An additive ``mask`` in half precision forbids with its precision's minimum
+        (float16's is -65504): that becomes float32's, which :func:`allowed_keys` reads."""
         if tensor is None:
             return None
         key = id(tensor)
         if key not in self._shared:
             array = tensor.detach()
-            array = array.float() if array.is_floating_point() else array
+            if array.is_floating_point():
+                floor = torch.finfo(array.dtype).min / 2
+                low = array <= floor if mask and array.dtype != torch.float32 else None
+                array = array.float()
+                if low is not None:
+                    array = array.masked_fill(low, torch.finfo(torch.float32).min)
             array = array.cpu().numpy()
             array.setflags(write=False)
             self._shared[key] = (tensor, array)  # keep the tensor: ids stay unique
@@ -92,7 +104,36 @@ class Recorder:
 
 
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    """A read-only float32 copy: traces are shared by every session of a server."""
+    """A read-only copy in the tensor's precision (float32 and float16 as they are, bfloat16 as
+    its raw bits in uint16, any other as float32): traces are shared by every session of a
+    server."""
+    tensor = tensor.detach()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.view(torch.uint16)
+    elif tensor.dtype not in (torch.float32, torch.float16):
+        tensor = tensor.float()
+    array = tensor.cpu().numpy()
+    array.setflags(write=False)
+    return array
+
+
+def _stored_dtype(tensor: torch.Tensor) -> str:
+    """The precision :func:`_to_numpy` keeps ``tensor`` in."""
+    return str(tensor.dtype).removeprefix("torch.") if tensor.dtype in (
+        torch.bfloat16, torch.float16) else "float32"
+
+
+def recorded_tensor(array: np.ndarray, dtype: str = "float32") -> torch.Tensor:
+    """A recorded array (read-only numpy, never written) as a torch tensor of ``dtype``, on the
+    CPU, sharing its memory: bfloat16's raw bits viewed as bfloat16 again."""
+    with warnings.catch_warnings():  # torch warns of read-only arrays; nothing writes
+        warnings.simplefilter("ignore", UserWarning)
+        tensor = torch.from_numpy(array)
+    return tensor.view(torch.bfloat16) if dtype == "bfloat16" else tensor
+
+
+def _float32_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """A read-only float32 copy (attention sinks: a few numbers per head)."""
     array = tensor.detach().float().cpu().numpy()
     array.setflags(write=False)
     return array
@@ -158,19 +199,22 @@ def _record(recorder: Recorder, module, query, key, attention_mask, scaling, kwa
     sinks = kwargs.get("s_aux", getattr(module, "sinks", None))
     name = recorder.module_names.get(id(module), type(module).__name__)
     q, k = _to_numpy(query), _to_numpy(key)
-    mask, bias = recorder.shared(attention_mask), recorder.shared(kwargs.get("position_bias"))
+    mask = recorder.shared(attention_mask, mask=True)
+    bias = recorder.shared(kwargs.get("position_bias"))
     last = recorder.calls[-1] if recorder.calls else None
     if last is not None and last.module_name == name and last.mask is mask and \
             last.bias is bias and last.softcap == kwargs.get("softcap") and \
             float(scaling) == last.scaling and last.causal == causal and \
-            (last.sinks is None) == (sinks is None) and np.array_equal(last.q, q) and \
-            np.array_equal(last.k, k):
+            (last.sinks is None) == (sinks is None) and last.q.dtype == q.dtype and \
+            np.array_equal(last.q, q) and np.array_equal(last.k, k):
         return  # the same weights again, for other values (DiffLlama's two halves of V)
     recorder.calls.append(Call(
         module_name=name, q=q, k=k, scaling=float(scaling),
         mask=mask, causal=causal, bias=bias,
         softcap=kwargs.get("softcap"),
-        sinks=None if sinks is None or not isinstance(sinks, torch.Tensor) else _to_numpy(sinks),
+        sinks=None if sinks is None or not isinstance(sinks, torch.Tensor) else
+        _float32_numpy(sinks),
+        dtype=_stored_dtype(query), device=query.device,
     ))
 
 
@@ -211,13 +255,16 @@ class LazyAttention:
     """One kind of a trace (an :class:`~model.store.AttentionStore`): ``[layer, head, query,
     key]`` computed when asked from the recorded queries and keys (by :func:`recompute`), with
     torch on ``device`` (where the model ran), in row blocks (:mod:`model.reading.blocks`) so
-    that memory stays bounded.
+    that memory stays bounded. Queries and keys recorded in half precision are cast to float32
+    on that device before their product: weights are computed with float32 accumulation.
 
     Args:
         calls: the :class:`Call` of each layer, in layer order.
         batch: which sequence of the batch.
         q_index, k_index: positions of the real (non-padding) queries and keys.
-        device: where heads are computed (default the CPU).
+        device: where heads are computed; None (the default): each layer's on the device its
+            call ran on (:attr:`Call.device`; the CPU for a call that names none), as for a
+            model spread over several GPUs.
         n_tokens: how many of a call's keys are the (padded) tokens; keys after them are not
             tokens (DeepSeek-V4's compressed keys): they share each row's softmax as the
             model computes it and are then left out, so that a row sums to less than 1 by their
@@ -231,7 +278,8 @@ class LazyAttention:
         self.q_index = np.asarray(q_index)
         self.k_index = np.asarray(k_index)
         self.n_tokens = n_tokens
-        self.device = torch.device(device or "cpu")
+        self.device = torch.device(device or "cpu")  # every layer's, unless per call
+        self._per_call = device is None
         n_heads = {c.q.shape[1] for c in calls}
         if len(n_heads) != 1:
             raise ValueError(_("layers disagree on the number of heads: {counts}").format(
@@ -268,17 +316,24 @@ class LazyAttention:
         full = full[min(self.batch, full.shape[0] - 1)]
         return readonly(full[np.ix_(self.q_index, keys)])
 
-    def _tensor(self, array: np.ndarray, index: np.ndarray | None = None) -> torch.Tensor:
-        """``array`` (read-only numpy, never written) on the device, rows ``index`` of its
-        second-to-last axis kept."""
-        with warnings.catch_warnings():  # torch warns of read-only arrays; nothing writes
-            warnings.simplefilter("ignore", UserWarning)
-            tensor = torch.from_numpy(array)
+    def device_of(self, layer: int) -> torch.device:
+        """Where layer ``layer``'s heads are computed."""
+        if not self._per_call:
+            return self.device
+        return self.calls[layer].device or torch.device("cpu")
+
+    def _tensor(self, array: np.ndarray, index: np.ndarray | None = None,
+                device: torch.device | None = None, dtype: str = "float32") -> torch.Tensor:
+        """Recorded ``array`` (read-only numpy of ``dtype``, never written) as float32 on
+        ``device`` (default :attr:`device`), rows ``index`` of its second-to-last axis kept;
+        the cast to float32 is made there."""
+        tensor = recorded_tensor(array, dtype)
         if index is not None and not _is_range(index, array.shape[-2]):
             tensor = tensor[..., torch.from_numpy(index), :]
-        return tensor.to(self.device)
+        return tensor.to(device or self.device).float()
 
-    def _addition(self, array: np.ndarray | None, heads: list[int], k_index: np.ndarray):
+    def _addition(self, array: np.ndarray | None, heads: list[int], k_index: np.ndarray,
+                  device: torch.device | None = None):
         """A recorded ``[batch, head, query, key]`` addition (bias, additive mask) of this
         sequence: a function of ``(start, stop, ke)`` giving its block ``[head or 1, rows,
         keys]`` on the device, cut to the real queries and keys (an addition shared by every
@@ -291,9 +346,11 @@ class LazyAttention:
         rows = self.q_index if seq.shape[1] > 1 else np.zeros(len(self.q_index), int)
         keys = k_index if seq.shape[2] > 1 else np.zeros(len(k_index), int)
 
+        device = device or self.device
+
         def block(start: int, stop: int, ke: int) -> torch.Tensor:
             cut = seq[index][:, rows[start:stop]][:, :, keys[:ke]]
-            return torch.from_numpy(np.ascontiguousarray(cut, dtype=np.float32)).to(self.device)
+            return torch.from_numpy(np.ascontiguousarray(cut, dtype=np.float32)).to(device)
 
         return block
 
@@ -314,9 +371,10 @@ class LazyAttention:
         group = self.n_heads // call.k.shape[1]
         b = self.batch
         keys = self.keys(layer)  # the tokens' keys, then any that are not tokens
-        q = self._tensor(call.q[b], self.q_index)  # [head, query, d]
-        k = self._tensor(call.k[b], keys)  # [kv head, key, d]
-        index = torch.tensor(heads, device=self.device)
+        device = self.device_of(layer)
+        q = self._tensor(call.q[b], self.q_index, device, call.dtype)  # [head, query, d] float32
+        k = self._tensor(call.k[b], keys, device, call.dtype)  # [kv head, key, d] float32
+        index = torch.tensor(heads, device=device)
         if not scores:  # scaled once here rather than every block of scores
             q = q * float(call.scaling)
         if group > 1 and heads == list(range(self.n_heads)):
@@ -333,13 +391,13 @@ class LazyAttention:
 
             def product(start: int, stop: int, ke: int) -> torch.Tensor:
                 return torch.matmul(q[:, start:stop], k[:, :ke].transpose(1, 2))
-        bias = self._addition(call.bias, heads, keys)
+        bias = self._addition(call.bias, heads, keys, device)
         additive = None if call.mask is None or call.mask.dtype == bool else self._addition(
-            call.mask, heads, keys)
+            call.mask, heads, keys, device)
         mask = self._mask(layer)
-        forbidden = None if mask.everything else mask.forbidden(self.device)
+        forbidden = None if mask.everything else mask.forbidden(device)
         sinks = None if call.sinks is None or scores else torch.from_numpy(
-            np.asarray(call.sinks, np.float32)[heads]).to(self.device)
+            np.asarray(call.sinks, np.float32)[heads]).to(device)
         n_k, n_all = self.shape[3], len(keys)
         for start, stop in row_slices(rows, rows_per_block(len(heads), n_all, budget, align[0])):
             ke = n_all if scores else min(n_all,
@@ -422,17 +480,18 @@ def padded_weights(call: Call, q_index: list[np.ndarray], k_index: list[np.ndarr
     ``[batch, head, query, key]`` float32 on ``device``, sequence ``b``'s real queries and
     keys first (``q_index[b]``, ``k_index[b]``: their positions in the padded batch) and zeros
     after them. The formula is :func:`recompute`'s, so each sequence's block equals what
-    :meth:`LazyAttention.blocks` computes for it.
+    :meth:`LazyAttention.blocks` computes for it (queries and keys in half precision cast to
+    float32 on ``device`` first). ``device`` None: where the call ran (:attr:`Call.device`).
     """
-    device = torch.device(device or "cpu")
+    device = torch.device(device or call.device or "cpu")
 
-    def tensor(array: np.ndarray) -> torch.Tensor:
-        with warnings.catch_warnings():  # read-only recorded arrays: nothing writes them
-            warnings.simplefilter("ignore", UserWarning)
-            return torch.from_numpy(array).to(device)
+    def tensor(array: np.ndarray, dtype: str | None = None) -> torch.Tensor:
+        """A recorded array on the device; queries and keys (``dtype`` given) in float32."""
+        found = recorded_tensor(array, dtype or "float32").to(device)
+        return found if dtype is None else found.float()
 
-    q = tensor(call.q)  # [batch, head, query, d]
-    k = tensor(call.k)  # [batch, kv head, key, d]
+    q = tensor(call.q, call.dtype)  # [batch, head, query, d] float32
+    k = tensor(call.k, call.dtype)  # [batch, kv head, key, d] float32
     n_heads = q.shape[1]
     k = k.repeat_interleave(n_heads // k.shape[1], dim=1)  # [batch, head, key, d]
     allowed = allowed_keys(call)[:, None]  # [batch or 1, 1, query, key]

@@ -71,8 +71,9 @@ def _gguf_root() -> Path:
     return cache_dir() / "gguf"
 
 
-def _gguf_cache(gguf: Path) -> Path:
-    """The cache folder of ``gguf``: its stem and a hash of its path, size and mtime.
+def _gguf_cache(gguf: Path, dtype: torch.dtype = torch.float32) -> Path:
+    """The cache folder of ``gguf`` dequantised to ``dtype``: its stem and a hash of its path,
+    size and mtime (and ``-bfloat16`` or ``-float16`` after them for those precisions).
 
     Raises:
         ModelLoadError: the file cannot be read.
@@ -85,7 +86,8 @@ def _gguf_cache(gguf: Path) -> Path:
             _("could not read the GGUF file {file} ({error})").format(
                 file=gguf.name, error=describe(error, gguf))) from None
     digest = hashlib.sha256(f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}".encode())
-    return _gguf_root() / f"{gguf.stem}-{digest.hexdigest()[:12]}"
+    precision = "" if dtype == torch.float32 else "-" + str(dtype).removeprefix("torch.")
+    return _gguf_root() / f"{gguf.stem}-{digest.hexdigest()[:12]}{precision}"
 
 
 # Waiting this long for another thread or process converting the same file (~30 s) means it hung.
@@ -117,8 +119,9 @@ def describe(error: BaseException, gguf: Path | None = None) -> str:
     return f"{name}: {detail}" if detail else name
 
 
-def _read_gguf(gguf: Path, trust_remote_code: bool):
-    """The dequantised float32 model and the tokenizer of ``gguf``.
+def _read_gguf(gguf: Path, trust_remote_code: bool, dtype: torch.dtype = torch.float32):
+    """The model of ``gguf`` dequantised to ``dtype`` (float32 by default; each tensor cast as
+    it is dequantised, so that a bfloat16 conversion holds half the memory) and its tokenizer.
 
     Raises:
         ModelLoadError: the file is unreadable, truncated, damaged, or of an unsupported kind.
@@ -128,7 +131,7 @@ def _read_gguf(gguf: Path, trust_remote_code: bool):
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **kwargs)
         config = AutoConfig.from_pretrained(gguf.parent, **kwargs)
         family = detect_family(config)
-        model = auto_class(family).from_pretrained(gguf.parent, dtype=torch.float32, **kwargs)
+        model = auto_class(family).from_pretrained(gguf.parent, dtype=dtype, **kwargs)
     except ModelLoadError:
         raise
     except _GGUF_READ_ERRORS as error:
@@ -177,8 +180,10 @@ def _touch(folder: Path) -> None:
         pass
 
 
-def _convert_gguf(gguf: Path, trust_remote_code: bool) -> Path:
-    """Dequantise a GGUF file once into a safetensors checkpoint in the cache; return its path.
+def _convert_gguf(gguf: Path, trust_remote_code: bool,
+                  dtype: torch.dtype = torch.float32) -> Path:
+    """Dequantise a GGUF file once (per precision ``dtype``) into a safetensors checkpoint in
+    the cache; return its path.
 
     Safe across threads and processes: a conversion holds ``<target>.lock`` (a
     :class:`filelock.FileLock`, waiting up to ``_LOCK_TIMEOUT_S``), looks again whether another
@@ -191,7 +196,7 @@ def _convert_gguf(gguf: Path, trust_remote_code: bool) -> Path:
         ModelLoadError: the file cannot be read or converted, the cache cannot be written, or
             another conversion of the same file held the lock for too long.
     """
-    target = _gguf_cache(gguf)
+    target = _gguf_cache(gguf, dtype)
     if _is_converted(target):
         _touch(target)
         return target
@@ -211,7 +216,7 @@ def _convert_gguf(gguf: Path, trust_remote_code: bool) -> Path:
     try:
         converted = not _is_converted(target)  # else another thread or process finished it
         if converted:
-            _convert_locked(gguf, target, trust_remote_code)
+            _convert_locked(gguf, target, trust_remote_code, dtype)
         _touch(target)
     finally:
         lock.release()
@@ -220,12 +225,14 @@ def _convert_gguf(gguf: Path, trust_remote_code: bool) -> Path:
     return target
 
 
-def _convert_locked(gguf: Path, target: Path, trust_remote_code: bool) -> None:
+def _convert_locked(gguf: Path, target: Path, trust_remote_code: bool,
+                    dtype: torch.dtype = torch.float32) -> None:
     """Write ``target`` from ``gguf`` through a private temporary folder; hold its lock."""
     _remove_leftovers(target)
     if target.exists():  # incomplete, e.g. emptied by hand: replace it
         shutil.rmtree(target, ignore_errors=True)
-    model, tokenizer = _read_gguf(gguf, trust_remote_code)
+    half = {} if dtype == torch.float32 else {"dtype": dtype}  # float32: the reader's default
+    model, tokenizer = _read_gguf(gguf, trust_remote_code, **half)
     temporary = None
     try:
         temporary = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
@@ -362,9 +369,10 @@ def _place(spec: str, policy: LoadPolicy) -> Path | None:
     return path if not hub_like or _exists(path) else None
 
 
-def resolve(spec: str, trust_remote_code: bool = False,
-            policy: LoadPolicy = OPEN) -> tuple[str, bool]:
-    """Where to load ``spec`` from: ``(path or hub id, local_only)``; GGUF converted first.
+def resolve(spec: str, trust_remote_code: bool = False, policy: LoadPolicy = OPEN,
+            dtype: torch.dtype = torch.float32) -> tuple[str, bool]:
+    """Where to load ``spec`` from: ``(path or hub id, local_only)``; GGUF converted first
+    (dequantised to ``dtype``).
 
     Raises:
         ModelLoadError: nothing loadable there, or ``policy`` refuses the place (a refused path
@@ -372,7 +380,8 @@ def resolve(spec: str, trust_remote_code: bool = False,
     """
     if spec in BUNDLED_HF:
         path, gguf = _bundled_path(spec)
-        return (str(_convert_gguf(path / gguf, trust_remote_code)) if gguf else str(path)), True
+        return (str(_convert_gguf(path / gguf, trust_remote_code, dtype)) if gguf
+                else str(path)), True
     path = _place(spec, policy)
     if path is None:
         return spec, False
@@ -381,7 +390,7 @@ def resolve(spec: str, trust_remote_code: bool = False,
         if spec.endswith(".gguf"):
             if not path.is_file():
                 raise ModelLoadError(_("no GGUF file at {spec}").format(spec=spec))
-            return str(_convert_gguf(path, trust_remote_code)), True
+            return str(_convert_gguf(path, trust_remote_code, dtype)), True
         if path.is_dir():
             if not (path / "config.json").exists():
                 raise ModelLoadError(_("{spec} is a folder but holds no config.json: not a "

@@ -18,7 +18,7 @@ import torch
 
 from i18n import _
 from model.budget import Lengths, dense_bytes
-from model.device import resolve_device
+from model.device import dtype_name, resolve_device, resolve_dtype
 from model.errors import UnknownWordsError
 from model.meta import CAUSAL_KINDS, Family, ModelDims, PositionInfo, Step, model_facts
 from model.own.config import TransformerConfig
@@ -31,6 +31,8 @@ from model.own.transformer import (
     PositionwiseFFN,
     Transformer,
     attention_hook_name,
+    causal_mask,
+    padding_mask,
 )
 from model.own.vocab import BOS, SPECIALS, WordVocab, split_words
 from model.reading.batch import AttentionBatch, padded_from_traces
@@ -69,7 +71,9 @@ class OwnModel:
 
     Args:
         name: the SPEC it was loaded as.
-        network: the :class:`~model.own.transformer.Transformer`.
+        network: the :class:`~model.own.transformer.Transformer`, in the precision it runs in
+            (float32, or bfloat16/float16: see :meth:`_make_trace` for how its weights are
+            read then).
         device: where it runs.
         src_vocab, tgt_vocab: fixed vocabularies; ``None`` builds one from each text.
     """
@@ -85,6 +89,11 @@ class OwnModel:
     @property
     def config(self) -> TransformerConfig:
         return self.network.cfg
+
+    @property
+    def dtype(self) -> str:
+        """The precision of its weights: ``"float32"``, ``"bfloat16"`` or ``"float16"``."""
+        return dtype_name(next(self.network.parameters()).dtype)
 
     @property
     def family(self) -> Family:
@@ -143,8 +152,9 @@ class OwnModel:
         return dense_bytes(self.dims, self.family, n)
 
     @classmethod
-    def random(cls, device: str = "auto") -> OwnModel:
-        """``own-random``: the seed-default encoder-decoder with weights from a fixed seed."""
+    def random(cls, device: str = "auto", dtype: str = "auto") -> OwnModel:
+        """``own-random``: the seed-default encoder-decoder with weights from a fixed seed
+        (drawn in float32, then cast to ``dtype``: see :func:`~model.device.resolve_dtype`)."""
         cfg = TransformerConfig(src_vocab_size=RANDOM_VOCAB, tgt_vocab_size=RANDOM_VOCAB)
         generator_state = torch.random.get_rng_state()
         try:
@@ -152,7 +162,8 @@ class OwnModel:
             network = Transformer(cfg)
         finally:
             torch.random.set_rng_state(generator_state)
-        return cls("own-random", network, resolve_device(device))
+        device_t = resolve_device(device)
+        return cls("own-random", network.to(resolve_dtype(dtype, device_t)), device_t)
 
     def _vocabs(self, text: str, target: str | None) -> tuple[WordVocab, WordVocab]:
         if self.src_vocab is not None:
@@ -222,17 +233,41 @@ class OwnModel:
         return ()
 
     def _make_trace(self, store: dict, tokens: dict, steps=()) -> AttentionTrace:
-        weights = stacks_from_capture(store)
+        """The trace of one pass's captured hooks. In float32 the weights are the ones the
+        model computed (``hook_pattern``); in half precision, whose softmax rounds each weight
+        to that precision (rows summing to 1 only within about 1e-3), they are the softmax in
+        float32 of the scores the model computed (``hook_scores``), masked as the model masks
+        them: rows sum to 1 within float32 rounding, as in every trace."""
         scores = stacks_from_capture(store, hook="hook_scores")
+        if next(self.network.parameters()).dtype == torch.float32:
+            weights = stacks_from_capture(store)
+        else:
+            weights = {name: self._float32_weights(scores[name], name, tokens)
+                       for name in scores}
         attention = {name: DenseStore(weights[name], scores[name], causal=name in CAUSAL_KINDS)
                      for name in self.family.kinds}
         return AttentionTrace(
             model=self.name, family=self.family, attention=attention,
             n_heads=self.dims.n_heads, n_kv_heads=self.dims.n_kv_heads,
             positional=self.positions.scheme, device=str(self.device),
-            dtype=str(next(self.network.parameters()).dtype).removeprefix("torch."),
+            dtype=self.dtype,
             steps=steps, special_positions=_special_positions(tokens),
             meta=model_facts(self.dims, self.positions, model_type="own"), **tokens)
+
+
+    def _float32_weights(self, scores: np.ndarray, kind: str, tokens: dict) -> np.ndarray:
+        """``softmax(scores)`` in float32 with the mask the model applies to ``kind``
+        (padding, and the causal triangle of decoder self-attention): ``[layer, head, query,
+        key]``, float32."""
+        source = tokens.get("source_ids", tokens.get("ids"))
+        target = tokens.get("target_ids", tokens.get("ids"))
+        pad = self.config.pad_id
+        keys = torch.tensor([target if kind == "decoder.self" else source])  # [batch, key]
+        allowed = padding_mask(keys, pad)[0]  # [1, 1, key]
+        if kind == "decoder.self":
+            allowed = allowed & causal_mask(keys.shape[1])[0]  # [1, query, key]
+        s = torch.from_numpy(scores).float().masked_fill(~allowed, float("-inf"))
+        return torch.softmax(s, dim=-1).numpy()  # [layer, head, query, key]
 
 
 def _encode(vocab: WordVocab, words: list[str], side: str) -> list[int]:

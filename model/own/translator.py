@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file
 
 from i18n import _
-from model.device import resolve_device
+from model.device import resolve_device, resolve_dtype
 from model.interface import Generation
 from model.meta import Step
 from model.own.adapter import OwnModel, _encode
@@ -61,10 +61,12 @@ class Translator(OwnModel):
 
     @classmethod
     def from_files(cls, weights: Path = WEIGHTS, card: Path = CARD,
-                   device: str = "auto", stage: int | None = None) -> Translator:
+                   device: str = "auto", stage: int | None = None,
+                   dtype: str = "auto") -> Translator:
         """Load the committed weights (safetensors) and their card (config, vocabularies);
         ``stage``: the weights of the recorded training run after that many steps instead
-        (see :func:`training_stages`), named ``own-translator@step{stage}``."""
+        (see :func:`training_stages`), named ``own-translator@step{stage}``; ``dtype``: the
+        precision it runs in (see :func:`~model.device.resolve_dtype`)."""
         name = "own-translator"
         info = json.loads(card.read_text(encoding="utf-8")) if card.exists() else None
         if stage is not None:
@@ -75,7 +77,9 @@ class Translator(OwnModel):
         cfg = TransformerConfig(**info["config"])
         network = Transformer(cfg)
         network.load_state_dict(load_file(str(weights)))  # float16 stages become float32
-        return cls(name, network, resolve_device(device),
+        device_t = resolve_device(device)
+        network = network.to(resolve_dtype(dtype, device_t))
+        return cls(name, network, device_t,
                    WordVocab(info["src_vocab"][4:]), WordVocab(info["tgt_vocab"][4:]))
 
     def _default_target_words(self, n_source: int) -> int:
