@@ -1,22 +1,25 @@
 """How much memory a trace of n tokens needs: each adapter's ``memory_needed`` estimate, which a
 server checks against its limits before a model runs (:mod:`app_pages.cache.limits`).
 
-The estimate follows what the code holds at its peak, in three parts:
+Two kinds of trace, two estimates:
 
-- **kept**: what the trace keeps. Dense traces (the own models) keep every head's weights and
-  scores, ``[layer, head, query, key]`` float32 twice; lazy traces (Hugging Face checkpoints)
-  keep each layer's queries and keys, ``[head, token, d_head]`` float32.
-- **forward**: what the forward pass holds besides. The own models' hooks hold the same arrays
-  as torch tensors while they are copied into the trace (as much again as kept); fused
-  attention materialises at most one layer's ``[head, query, key]`` scores and weights.
-- **page**: one layer of every head computed for a page (the layer view: weights, their
-  logits and exponentials, the pooled float64 copy), :data:`PAGE_BYTES_PER_CELL` per cell,
-  and the page's figures (:data:`PAGE_FIGURES`: each chart is bounded by
-  :data:`FIGURE_BYTES`, long inputs drawn in blocks).
+- **dense** (the own models, and checkpoints read through transformers' eager weights): every
+  head's weights and scores are kept, ``[layer, head, query, key]`` float32 twice, and held as
+  much again as torch tensors while the hooks copy them; a page computes at most one layer of
+  every head on top (:data:`PAGE_BYTES_PER_CELL` per cell).
+- **lazy** (Hugging Face checkpoints recorded through the attention interface): each layer's
+  queries and keys are kept, ``[head, token, d_head]`` in the model's dtype, and heads are
+  computed when asked in row blocks. No page holds a layer any more: Explore, Head statistics,
+  the Model view and Rollout read every head through :data:`PAGE_BLOCKS` blocks at a time
+  (:mod:`model.reading.blocks`), the fused forward pass holds no ``[query, key]`` scores, and
+  masks cost at most :data:`MASK_BYTES_PER_CELL` bytes per ``[query, key]`` cell (a padding or
+  window mask kept as bool arrays, and the one a page asks for; a causal or full mask is kept
+  as none, :class:`model.hf.capture._Band`).
 
-Estimates are upper bounds of the measured peaks (``python -m bench.request_memory``); the
-peak of a request is ``kept + max(forward, page)`` plus activations, masks and token strings,
-and a margin of a quarter.
+Both add the forward pass's activations (a few ``[token, d_ff]`` arrays), the token strings and
+the page's figures (:data:`PAGE_FIGURES`), and a margin of a quarter. The constants are upper
+bounds of the peaks ``python -m bench.request_memory`` measures, 512 to 32,768 tokens (the
+figures are in docs/operating.md).
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from model.meta import Family, ModelDims
+from model.store import rows_per_block
 
 FLOAT32 = 4
-# Bytes per [query, key] cell of one head held while a page computes a layer (float32 weights,
-# logits and exponentials, float64 pooled copies).
+# Bytes per [query, key] cell of one head held while a page computes a layer of a dense trace
+# (float32 weights, logits and exponentials, float64 pooled copies).
 PAGE_BYTES_PER_CELL = 20
-# Bytes per [query, key] cell of one head held by fused attention in the forward pass.
-FORWARD_BYTES_PER_CELL = 2 * FLOAT32
+# Bytes per [query, key] cell of a lazy trace's masks: bool arrays of where each query may
+# attend and where it may not (a mask the model got as a tensor), and the one a page draws.
+MASK_BYTES_PER_CELL = 3
+# Blocks of every head a lazy trace's reader holds at once (the block, its softmax's
+# temporaries, the row and key sums of the pooled views).
+PAGE_BLOCKS = 6
 # The most one chart may send to the browser (the app refuses a larger one with a message);
 # its figures are bounded well below it (a head drawn in at most 256 × 256 cells: under 1 MB).
 FIGURE_BYTES = 8 << 20
@@ -69,29 +77,38 @@ def _cells(dims: ModelDims, family: Family, n: Lengths) -> dict[str, tuple[int, 
 
 
 def _page(dims: ModelDims, kinds: dict) -> int:
+    """One layer of every head, as a page of a dense trace computes it."""
     return max(dims.n_heads * q * k for _layers, q, k in kinds.values()) * PAGE_BYTES_PER_CELL
 
 
+def _blocks(dims: ModelDims, kinds: dict) -> int:
+    """What a lazy trace's readers hold at once: :data:`PAGE_BLOCKS` blocks of every head."""
+    most = 0
+    for _layers, q, k in kinds.values():
+        rows = min(q, rows_per_block(dims.n_heads, k))
+        most = max(most, dims.n_heads * rows * k * FLOAT32)
+    return PAGE_BLOCKS * most
+
+
 def _overhead(dims: ModelDims, n: Lengths) -> int:
-    """Tokens, ids, masks and the forward pass's activations (a few [token, d_ff] arrays)."""
-    return OVERHEAD + (n.source + n.target) * (dims.d_ff + dims.d_model) * 4 * FLOAT32 \
-        + n.longest ** 2 * 3
+    """Tokens, ids and the forward pass's activations (a few [token, d_ff] arrays)."""
+    return OVERHEAD + (n.source + n.target) * (dims.d_ff + dims.d_model) * 4 * FLOAT32
 
 
 def dense_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
-    """Peak bytes of a trace that keeps every weight and score (the own models)."""
+    """Peak bytes of a trace that keeps every weight and score (the own models, eager
+    checkpoints)."""
     kinds = _cells(dims, family, n)
     kept = sum(layers * dims.n_heads * q * k for layers, q, k in kinds.values()) * 2 * FLOAT32
-    return int(MARGIN * (kept + max(kept, _page(dims, kinds)) + _overhead(dims, n)))
+    masks = sum(q * k for _layers, q, k in kinds.values()) * MASK_BYTES_PER_CELL
+    return int(MARGIN * (kept + max(kept, _page(dims, kinds)) + masks + _overhead(dims, n)))
 
 
 def lazy_bytes(dims: ModelDims, family: Family, n: Lengths, element_bytes: int = FLOAT32) -> int:
     """Peak bytes of a trace that keeps queries and keys (``element_bytes`` each: the model's
-    dtype) and computes heads when asked (Hugging Face checkpoints); masks kept as bool
-    ``[query, key]``."""
+    dtype) and computes heads when asked, in blocks (Hugging Face checkpoints)."""
     kinds = _cells(dims, family, n)
     kept = sum(layers * (dims.n_heads * q + dims.n_kv_heads * k) * dims.d_head * element_bytes
-               + q * k
                for layers, q, k in kinds.values())
-    forward = max(dims.n_heads * q * k for _layers, q, k in kinds.values()) * FORWARD_BYTES_PER_CELL
-    return int(MARGIN * (kept + max(forward, _page(dims, kinds)) + _overhead(dims, n)))
+    masks = sum(q * k for _layers, q, k in kinds.values()) * MASK_BYTES_PER_CELL
+    return int(MARGIN * (kept + masks + _blocks(dims, kinds) + _overhead(dims, n)))

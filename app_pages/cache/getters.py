@@ -31,7 +31,7 @@ from model.analysis.statistics import head_stats, summary_of
 from model.corpus.engine import corpus_table
 from model.corpus.sentences import SentenceFile, SentenceLimits, columns, read_sentences
 from model.corpus.statistics import Span, heads_by_change
-from model.device import resolve_device
+from model.device import dtype_name, resolve_device, resolve_dtype
 from model.lessons.scaling import dot_products, gradient_by_width, spread_by_width
 from model.policy import LoadPolicy
 from model.reading.blocks import LayerSummary, head_pooled, mean_pooled, region
@@ -42,8 +42,9 @@ from viz.sizes import GRID_SIDE, TILE_SIDE
 # any page, where a spinner has nowhere to go)
 @st.cache_resource(show_spinner=False)
 def limits() -> Limits:
-    """The operator's limits (environment variables, read once per server)."""
-    return Limits.from_env()
+    """The operator's limits (environment variables, read once per server), with the defaults
+    of where the server listens: loopback (one user's machine) or a classroom."""
+    return Limits.from_env(st.get_option("server.address"))
 
 
 @st.cache_resource(show_spinner=False)
@@ -59,38 +60,45 @@ def shared_cache() -> SharedCache:
     return SharedCache(bounds.trace_cache_bytes, bounds.concurrent_runs)
 
 
-def get_model(spec: str, device: str = "auto") -> model.LoadedModel:
-    """The loaded model for ``spec`` on ``device``, shared by every session; ``auto`` is
-    resolved first, so that ``auto`` and the device it means share one copy."""
-    return _loading_model(spec.strip(), str(resolve_device(device)))
+def get_model(spec: str, device: str = "auto", dtype: str = "auto") -> model.LoadedModel:
+    """The loaded model for ``spec`` on ``device`` in ``dtype``, shared by every session;
+    ``auto`` is resolved first, so that ``auto`` and what it means share one copy."""
+    device = str(resolve_device(device))
+    return _loading_model(spec.strip(), device, _precision(dtype, device))
 
 
-def load_model(spec: str, device: str = "auto") -> model.LoadedModel:
+def load_model(spec: str, device: str = "auto", dtype: str = "auto") -> model.LoadedModel:
     """:func:`get_model` outside a page (no spinner): the server's preload
     (:mod:`app_pages.cache.preload`)."""
-    return _kept(spec.strip(), str(resolve_device(device)))
+    device = str(resolve_device(device))
+    return _kept(spec.strip(), device, _precision(dtype, device))
 
 
-def _loading_model(spec: str, device: str) -> model.LoadedModel:
+def _precision(dtype: str, device: str) -> str:
+    """``dtype``'s name, ``auto`` resolved for ``device``."""
+    return dtype_name(resolve_dtype(dtype, device))
+
+
+def _loading_model(spec: str, device: str, dtype: str) -> model.LoadedModel:
     with st.spinner(_("Loading the model… (a GGUF file is converted once: ~30 s)")):
-        return _kept(spec, device)
+        return _kept(spec, device, dtype)
 
 
-def _kept(spec: str, device: str) -> model.LoadedModel:
+def _kept(spec: str, device: str, dtype: str) -> model.LoadedModel:
     """The model from the cache of models (loaded first if it is not there), noted as loaded."""
-    loaded_model = _load(spec, device)
+    loaded_model = _load(spec, device, dtype)
     _LOADED.add((spec, device))
     return loaded_model
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _load(spec: str, device: str) -> model.LoadedModel:
+def _load(spec: str, device: str, dtype: str) -> model.LoadedModel:
     rules = policy()
     # One model loads at a time: transformers builds models on the meta device by patching
     # torch globally, which two loads in two sessions' threads must not do at once.
     with _LOADING:
         return model.load(spec, device=device, trust_remote_code=rules.trust_remote_code,
-                          policy=rules)
+                          policy=rules, dtype=dtype)
 
 
 _LOADING = threading.Lock()
@@ -181,21 +189,22 @@ def heavy_work(what: str) -> Iterator[None]:
         yield
 
 
-def get_trace(spec: str, device: str, text: str, target: str | None = None, *,
-              quiet: bool = False) -> model.AttentionTrace:
+def get_trace(spec: str, device: str, text: str, target: str | None = None,
+              dtype: str = "auto", *, quiet: bool = False) -> model.AttentionTrace:
     """The attention trace of ``text`` (and ``target``) under ``spec``, shared by every session
     (traces are immutable); a text over the server's memory limit is refused first
     (:class:`~app_pages.cache.limits.BudgetError`). ``quiet``: no spinner (outside a page:
     the server's preload)."""
     device = str(resolve_device(device))
+    dtype = _precision(dtype, device)
 
     def trace() -> model.AttentionTrace:
-        loaded = load_model(spec, device) if quiet else get_model(spec, device)
+        loaded = load_model(spec, device, dtype) if quiet else get_model(spec, device, dtype)
         # refused before the model runs when the text needs more than a request may
         check_request(loaded, loaded.count_tokens(text, target), limits().request_bytes)
         return loaded.trace(text, target=target)
 
-    return memo(("trace", spec, device, text, target), _("tracing the text"), trace,
+    return memo(("trace", spec, device, dtype, text, target), _("tracing the text"), trace,
                 spinner=None if quiet else _("Running the model and capturing attention…"),
                 readonly=False)
 

@@ -18,7 +18,7 @@ from i18n import _
 from model.budget import Lengths
 from model.errors import ModelLoadError
 from model.meta import Family
-from model.policy import GB, env_number
+from model.policy import GB, env_number, is_loopback
 from viz.numbers import rough_size
 
 
@@ -28,7 +28,8 @@ class Limits:
 
     Attributes:
         request_bytes: memory one trace may need at its peak (the forward pass, what the trace
-            keeps, one layer of every head computed for a page); longer texts are refused.
+            keeps, what a page computes from it: :mod:`model.budget`); longer texts are
+            refused.
         analysis_tokens: the longest input the whole-trace analyses (head statistics, model
             view, rollout) run on.
         trace_cache_bytes: memory the shared cache of traces and analyses may hold.
@@ -49,10 +50,32 @@ class Limits:
     corpus_file_bytes: int = 2 << 20
 
     @classmethod
-    def from_env(cls) -> Limits:
+    def on_this_machine(cls, available: int) -> Limits:
+        """The defaults of a server that listens on loopback (one user, their own machine, as
+        ``make run``): a request may take the memory the machine had free as the server
+        started, less :data:`LOCAL_MARGIN` and the trace cache, shared by the runs computed at
+        once; the analyses run as long as that allows, and texts up to
+        :data:`LOCAL_MAX_CHARS` characters (32,768 tokens of English are about 150,000)."""
+        base = cls()
+        margin = max(LOCAL_MARGIN_MIN, int(available * LOCAL_MARGIN))
+        spare = available - margin - base.trace_cache_bytes
+        request = max(base.request_bytes, spare // base.concurrent_runs)
+        return cls(request_bytes=request, analysis_tokens=LOCAL_ANALYSIS_TOKENS,
+                   max_chars=LOCAL_MAX_CHARS)
+
+    @classmethod
+    def from_env(cls, server_address: str | None = None,
+                 available: int | None = None) -> Limits:
         """The operator's limits (``ATTENTION_EXPLORER_REQUEST_GB``, ``_ANALYSIS_TOKENS``,
-        ``_TRACE_CACHE_GB``, ``_CONCURRENT_RUNS``, ``_MAX_CHARS``), else the defaults."""
-        default = cls()
+        ``_TRACE_CACHE_GB``, ``_CONCURRENT_RUNS``, ``_MAX_CHARS``, ...), else the defaults:
+        a classroom's for a server reachable from other machines, :meth:`on_this_machine`'s
+        for one on loopback (``server_address``; ``available``: free bytes, default the
+        machine's now)."""
+        if is_loopback(server_address):
+            default = cls.on_this_machine(available_memory() if available is None
+                                          else available)
+        else:
+            default = cls()
         return cls(
             request_bytes=int(env_number("ATTENTION_EXPLORER_REQUEST_GB",
                                          default.request_bytes / GB) * GB),
@@ -70,6 +93,22 @@ class Limits:
             corpus_file_bytes=max(1, int(env_number("ATTENTION_EXPLORER_CORPUS_FILE_MB",
                                                  default.corpus_file_bytes / 2**20) * 2**20)),
         )
+
+
+# On loopback: of the memory free as the server starts, a fifth (at least 2 GB) is left to the
+# rest of the machine.
+LOCAL_MARGIN = 0.2
+LOCAL_MARGIN_MIN = 2 * GB
+# On loopback the analyses of every head of every layer are bounded by memory alone.
+LOCAL_ANALYSIS_TOKENS = 1 << 20
+LOCAL_MAX_CHARS = 1_000_000
+
+
+def available_memory() -> int:
+    """Bytes of memory this machine can give without swapping, now."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
 
 
 class BudgetError(ModelLoadError):

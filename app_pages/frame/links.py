@@ -28,7 +28,15 @@ from app_pages.cache.getters import limits, policy
 from app_pages.frame import widgets
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import FALSE, PAGES, TEXT_PARAMS, TRUE, PageSpec, flag
-from app_pages.frame.settings import DEVICES, OTHER, PALETTES, current_text, settings
+from app_pages.frame.settings import (
+    DEVICES,
+    OTHER,
+    PALETTES,
+    PRECISIONS,
+    current_text,
+    precision,
+    settings,
+)
 from i18n import N_, _
 
 RESTORED = "_link_restored"  # the session has read its URL
@@ -105,6 +113,13 @@ def restore_settings() -> None:
         else:
             _note(N_("The link's device “{value}” is not one of auto, cpu, cuda; auto is "
                      "used."), value=device[:20])
+    dtype = _first(params, "dtype")
+    if dtype is not None:
+        if dtype in PRECISIONS:
+            st.session_state["dtype"] = dtype
+        else:
+            _note(N_("The link's precision “{value}” is not one of auto, float32, bfloat16, "
+                     "float16; auto is used."), value=dtype[:20])
 
 
 def unknown_page(url: str, base: str = "") -> str:
@@ -165,6 +180,8 @@ def current(spec: PageSpec, text: str | None, uploaded: bool) -> tuple[dict[str,
         params["model"] = model_spec
     if device != "auto":
         params["device"] = str(device)
+    if precision() != "auto":
+        params["dtype"] = precision()
     left_out = ""
     if spec.reads_text:
         if uploaded:

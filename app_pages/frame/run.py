@@ -16,7 +16,13 @@ from app_pages.cache.limits import token_budget
 from app_pages.frame.charts import EXPORT_CONTEXT, export_name
 from app_pages.frame.errors import READS_ANY_SCRIPT, describe_error, explained_errors
 from app_pages.frame.markdown import literal
-from app_pages.frame.settings import RANDOM_WEIGHTS, current_text, settings, within
+from app_pages.frame.settings import (
+    RANDOM_WEIGHTS,
+    current_text,
+    precision,
+    settings,
+    within,
+)
 from i18n import _
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
@@ -50,6 +56,7 @@ class RunKey(NamedTuple):
     device: str
     text: str
     target: str | None
+    dtype: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -125,7 +132,7 @@ def load_run() -> Run:
         st.info(_("Type a Hugging Face hub id or a local checkpoint path under the Model box."))
         st.stop()
     with explained_errors(_("Could not load {model}: ").format(model=spec[:80])):
-        loaded = get_model(spec, device)
+        loaded = get_model(spec, device, precision())
     state_limits(loaded, bounds)
     random_weights_note(spec)
     if not text.strip():
@@ -136,7 +143,7 @@ def load_run() -> Run:
         st.stop()
     if loaded.family is not Family.ENCODER_DECODER:
         target = None
-    key = RunKey(spec, device, text, target)
+    key = RunKey(spec, device, text, target, precision())
     with explained_errors(describe=describe_error(spec)), offer_any_text(spec):
         run = Run(key, loaded, get_trace(*key))
     st.session_state[EXPORT_CONTEXT] = (spec.rsplit("/", 1)[-1], " ".join(text.split()[:6]))

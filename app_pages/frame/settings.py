@@ -12,6 +12,9 @@ from model.corpus.sentences import decode_text
 DEFAULT_MODEL = "own-translator"
 DEFAULT_TEXT = "The cat sat on the mat"
 DEVICES = ("auto", "cpu", "cuda")
+# The precisions a model loads in (model.load's dtype): auto is bfloat16 on a GPU, float32 on
+# the CPU.
+PRECISIONS = ("auto", "float32", "bfloat16", "float16")
 OTHER = "other…"
 MODEL_HELP = {  # in English, translated where shown
     "own-translator": N_("the lesson's encoder-decoder, trained to translate a small English "
@@ -81,8 +84,8 @@ def named(names: dict[str, str], value) -> str:
 MAX_UPLOAD_MB = 1
 
 
-SHARED_KEYS = ("model_choice", "model_other", "device", "text", "target", "lang", "present",
-               "palette")
+SHARED_KEYS = ("model_choice", "model_other", "device", "dtype", "text", "target", "lang",
+               "present", "palette")
 # Pages' widgets whose values outlive a visit to another page (what a user typed or chose on
 # Compare and Corpus); a reload keeps what the page's link carries.
 KEPT_KEYS = ("cmp_mode", "cmp_a", "cmp_b", "cmp_kind", "cmp_layer", "cmp_head", "cmp_text",
@@ -130,6 +133,12 @@ def settings() -> tuple[str, str]:
     choice = st.session_state.get("model_choice", DEFAULT_MODEL)
     spec = str(st.session_state.get("model_other", "")).strip() if choice == OTHER else choice
     return spec, st.session_state.get("device", "auto")
+
+
+def precision() -> str:
+    """The chosen precision (:data:`PRECISIONS`; an unknown value reads as auto)."""
+    value = st.session_state.get("dtype", "auto")
+    return value if value in PRECISIONS else "auto"
 
 
 def current_text(max_chars: int | None = None) -> tuple[str, str | None]:

@@ -20,6 +20,7 @@ from app_pages.frame.settings import (
     MODEL_HELP,
     OTHER,
     PALETTES,
+    PRECISIONS,
     SHARED_KEYS,
     initial,
     model_label,
@@ -53,6 +54,11 @@ def sidebar(with_text: bool = True) -> None:
             _model(st.sidebar)
         widgets.radio(_("Device"), DEVICES, key="device", horizontal=True,
                       help=_("auto runs on CUDA when this machine has a GPU, else on the CPU."))
+        widgets.selectbox(_("Precision"), PRECISIONS, key="dtype",
+                          help=_("The precision of the model's weights. auto: bfloat16 on a GPU "
+                                 "(float16 on older ones), float32 on the CPU. Half precision "
+                                 "takes half the memory; attention weights are still computed "
+                                 "in float32."))
 
 
 def _model(container) -> str:

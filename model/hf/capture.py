@@ -303,12 +303,20 @@ class LazyAttention:
             return self.k_index
         return np.concatenate([self.k_index, np.arange(self.n_tokens, n_keys)])
 
-    def _mask(self, layer: int) -> _Mask:
+    def _mask(self, layer: int) -> _Mask | _Band:
         call = self.calls[layer]
         key = ("causal" if call.causal else "full") if call.mask is None else id(call.mask)
         found = self._masks.get(key)
         if found is None:
-            found = self._masks[key] = _Mask(self._allowed(call, self.keys(layer)))
+            keys = self.keys(layer)
+            n_q, n_k = call.q.shape[2], call.k.shape[2]
+            if call.mask is None and _is_range(self.q_index, n_q) and _is_range(keys, n_k):
+                # no mask tensor, every token kept: a triangle (causal) or everything, known
+                # row by row without an n² array (1 GB at 32k tokens)
+                found = _Band(n_q, n_k, n_k - n_q if call.causal else None)
+            else:
+                found = _Mask(self._allowed(call, keys))
+            self._masks[key] = found
         return found
 
     def _allowed(self, call: Call, keys: np.ndarray) -> np.ndarray:
@@ -395,19 +403,19 @@ class LazyAttention:
         additive = None if call.mask is None or call.mask.dtype == bool else self._addition(
             call.mask, heads, keys, device)
         mask = self._mask(layer)
-        forbidden = None if mask.everything else mask.forbidden(device)
         sinks = None if call.sinks is None or scores else torch.from_numpy(
             np.asarray(call.sinks, np.float32)[heads]).to(device)
         n_k, n_all = self.shape[3], len(keys)
         for start, stop in row_slices(rows, rows_per_block(len(heads), n_all, budget, align[0])):
             ke = n_all if scores else min(n_all,
                                           -(-mask.extent(start, stop) // align[1]) * align[1])
-            k0 = n_all if scores or forbidden is None else mask.first_forbidden(start, stop)
+            k0 = n_all if scores or mask.everything else mask.first_forbidden(start, stop)
             weights = recompute(  # [head, rows, keys]
                 product(start, stop, ke), call, scaled=not scores,
                 bias=None if bias is None else bias(start, stop, ke),
                 additive=None if additive is None or scores else additive(start, stop, ke),
-                forbidden=forbidden[start:stop, k0:ke] if k0 < ke else None, masked_from=k0,
+                forbidden=mask.forbidden(start, stop, k0, ke, device) if k0 < ke else None,
+                masked_from=k0,
                 sinks=sinks, dead=mask.dead(start, stop), scores=scores)
             # keys that are not tokens took their share of each row; they are not shown
             yield Block(start, weights[..., :n_k] if ke > n_k else weights)
@@ -463,15 +471,59 @@ class _Mask:
         """Whether a row of the block may see no key at all."""
         return bool(self._dead[start:stop].any())
 
-    def forbidden(self, device: torch.device) -> torch.Tensor:
-        """Where attention is forbidden, a bool tensor on ``device`` (the host's array itself
-        on the CPU; copied once per other device)."""
+    def forbidden(self, start: int, stop: int, k0: int, ke: int,
+                  device: torch.device) -> torch.Tensor:
+        """Where rows ``start..stop`` may not attend among keys ``k0..ke``: a bool tensor on
+        ``device`` (a view of the host's array on the CPU; the array copied once per other
+        device)."""
         if device.type == "cpu":
-            return torch.from_numpy(self._forbidden)
+            return torch.from_numpy(self._forbidden)[start:stop, k0:ke]
         key = str(device)
         if key not in self._tensors:
             self._tensors[key] = torch.from_numpy(self._forbidden).to(device)
-        return self._tensors[key]
+        return self._tensors[key][start:stop, k0:ke]
+
+
+class _Band:
+    """A mask without a tensor (the model got none; SDPA was causal or saw every key), for a
+    sequence whose tokens are all kept: query ``i`` may attend to key ``j`` when ``j ≤ i +
+    offset`` (causal: ``offset = keys − queries``), or to every key (``offset`` None). What
+    :class:`_Mask` holds as arrays is computed per block, so that a long input keeps no
+    ``[query, key]`` array; :attr:`allowed` is made when asked."""
+
+    def __init__(self, n_q: int, n_k: int, offset: int | None):
+        self.n_q, self.n_k, self.offset = n_q, n_k, offset
+        self.everything = offset is None or offset >= n_k - 1
+
+    @property
+    def allowed(self) -> np.ndarray:
+        """bool ``[query, key]``, made anew (read-only)."""
+        if self.offset is None:
+            return readonly(np.ones((self.n_q, self.n_k), bool))
+        return readonly(np.tri(self.n_q, self.n_k, k=self.offset, dtype=bool))
+
+    def extent(self, start: int, stop: int) -> int:
+        if self.offset is None:
+            return max(1, self.n_k)
+        return max(1, min(self.n_k, stop + self.offset))
+
+    def first_forbidden(self, start: int, stop: int) -> int:
+        if self.offset is None:
+            return self.n_k
+        return min(self.n_k, max(0, start + self.offset + 1))
+
+    def dead(self, start: int, stop: int) -> bool:
+        return self.offset is not None and stop > start and start + self.offset < 0
+
+    def forbidden(self, start: int, stop: int, k0: int, ke: int,
+                  device: torch.device) -> torch.Tensor:
+        """Where rows ``start..stop`` may not attend among keys ``k0..ke``: bool, on
+        ``device``."""
+        keys = torch.arange(k0, ke, device=device)
+        rows = torch.arange(start, stop, device=device) + (self.offset or 0)
+        if self.offset is None:
+            return torch.zeros((stop - start, ke - k0), dtype=torch.bool, device=device)
+        return keys[None, :] > rows[:, None]
 
 
 def padded_weights(call: Call, q_index: list[np.ndarray], k_index: list[np.ndarray],
