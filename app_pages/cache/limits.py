@@ -52,16 +52,18 @@ class Limits:
     @classmethod
     def on_this_machine(cls, available: int) -> Limits:
         """The defaults of a server that listens on loopback (one user, their own machine, as
-        ``make run``): a request may take the memory the machine had free as the server
-        started, less :data:`LOCAL_MARGIN` and the trace cache, shared by the runs computed at
-        once; the analyses run as long as that allows, and texts up to
-        :data:`LOCAL_MAX_CHARS` characters (32,768 tokens of English are about 150,000)."""
+        ``make run``): the memory the machine had free as the server started, less
+        :data:`LOCAL_MARGIN`, in equal shares for each run computed at once and for the trace
+        cache (which then holds the largest trace a request may make: a larger one would be
+        traced again at every rerun); never less than a classroom's. The analyses run as long
+        as memory allows, on texts up to :data:`LOCAL_MAX_CHARS` characters (32,768 tokens of
+        English are about 150,000)."""
         base = cls()
         margin = max(LOCAL_MARGIN_MIN, int(available * LOCAL_MARGIN))
-        spare = available - margin - base.trace_cache_bytes
-        request = max(base.request_bytes, spare // base.concurrent_runs)
-        return cls(request_bytes=request, analysis_tokens=LOCAL_ANALYSIS_TOKENS,
-                   max_chars=LOCAL_MAX_CHARS)
+        share = (available - margin) // (base.concurrent_runs + 1)
+        return cls(request_bytes=max(base.request_bytes, share),
+                   trace_cache_bytes=max(base.trace_cache_bytes, share),
+                   analysis_tokens=LOCAL_ANALYSIS_TOKENS, max_chars=LOCAL_MAX_CHARS)
 
     @classmethod
     def from_env(cls, server_address: str | None = None,

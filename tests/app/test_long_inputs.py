@@ -31,12 +31,14 @@ def test_on_loopback_a_request_may_take_the_free_memory_less_a_margin_and_the_ca
     assert classroom == Limits()  # reachable from other machines: the classroom's defaults
     assert Limits.from_env(None, available=20 * GB) == Limits()  # Streamlit's default address
     local = Limits.from_env("127.0.0.1", available=20 * GB)
-    # 20 GB free: a fifth (4 GB) left to the machine, 1 GB of trace cache, two runs at once
-    assert local.request_bytes == (20 * GB - 4 * GB - 1 * GB) // 2
+    # 20 GB free: a fifth (4 GB) left to the machine, the rest shared by two runs at once and
+    # a trace cache that holds what one of them makes
+    assert local.request_bytes == local.trace_cache_bytes == (20 * GB - 4 * GB) // 3
     assert local.analysis_tokens == LOCAL_ANALYSIS_TOKENS and local.max_chars >= 150_000
     assert Limits.from_env("localhost", available=20 * GB) == local
     small = Limits.from_env("::1", available=3 * GB)  # a small machine: never below a classroom's
     assert small.request_bytes == Limits().request_bytes and LOCAL_MARGIN_MIN == 2 * GB
+    assert small.trace_cache_bytes == Limits().trace_cache_bytes
     monkeypatch.setenv("ATTENTION_EXPLORER_REQUEST_GB", "0.5")  # the operator's word wins
     assert Limits.from_env("127.0.0.1", available=20 * GB).request_bytes == GB // 2
 
@@ -160,3 +162,29 @@ def test_32k_tokens_of_a_llama_open_every_analysis_page_under_make_runs_defaults
         text = _text_of(loaded, 32768)
         assert loaded.count_tokens(text).source > 32700
         _opens_every_analysis_page("other…", text, 32768, model_other=path)
+
+
+def test_the_sidebars_precision_loads_the_model_in_it_and_a_link_carries_it():
+    from tests.app.test_links import link_of, opened
+    from tests.helpers import messages
+
+    at = opened("explore", model="own-random", text="The cat sat on the mat", dtype="bfloat16")
+    assert not at.exception and not at.error, messages(at.error)
+    assert at.sidebar.selectbox(key="dtype").value == "bfloat16"
+    assert link_of(at)["dtype"] == "bfloat16"
+    from app_pages.cache.getters import get_model
+
+    assert get_model("own-random", "cpu", "bfloat16").dtype == "bfloat16"
+    at.sidebar.selectbox(key="dtype").set_value("auto").run()  # auto is float32 on the CPU
+    assert not at.exception and "dtype" not in link_of(at)
+    bad = opened("explore", model="own-random", dtype="float8")
+    assert not bad.exception and "precision “float8”" in messages(bad.warning)
+    assert bad.sidebar.selectbox(key="dtype").value == "auto"
+
+
+def test_an_unknown_precision_left_in_the_session_reads_as_auto():
+    from tests.helpers import app_test
+
+    at = app_test("explore", model_choice="own-random", dtype="int4")
+    assert not at.exception and not at.error
+    assert at.sidebar.selectbox(key="dtype").value == "auto"
