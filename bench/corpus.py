@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.corpus                 # 1,000 sentences of about 20 tokens
     .venv/bin/python -m bench.corpus --sentences 200 --runs 3
-    .venv/bin/python -m bench.corpus --device cuda
+    .venv/bin/python -m bench.corpus --device cuda --dtype bfloat16
 
 For minilm and smollm2, sentences per second (wall time, median of ``--runs``) of the corpus
 engine's statistics (:func:`model.corpus.engine.corpus_table`: every head's statistics of every
@@ -22,6 +22,7 @@ not counted, ``--workers`` actors) against the local engine on the same sentence
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -52,11 +53,11 @@ def timed(run) -> float:
 
 def rates(spec: str, texts: list[str], args) -> None:
     """Print the sentences per second of ``spec`` batched and one at a time."""
-    from model import load
+    from bench.run import load_model
     from model.analysis.statistics import head_stats
     from model.corpus.engine import corpus_table
 
-    model = load(spec, device=args.device)
+    model = load_model(spec, args.device, args.dtype)
     tokens = [model.count_tokens(t).source for t in texts]
     print(f"\n{spec}: {statistics.mean(tokens):.1f} tokens per sentence on average "
           f"({min(tokens)}–{max(tokens)})")
@@ -90,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--models", default="minilm,smollm2")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default=None,
+                        help="auto, float32, bfloat16 or float16 (where model.load takes dtype=)")
     parser.add_argument("--workers", type=int, default=2, help="Ray actors")
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args(argv)
@@ -98,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
     texts = sentences(args.sentences)
     print(f"{len(texts)} sentences, {args.runs} runs each, batch {args.batch_size}, "
-          f"{args.device}")
+          f"{args.device}{', ' + args.dtype if args.dtype else ''}")
     for spec in args.models.split(","):
         rates(spec, texts, args)
     if args.no_ray:
@@ -106,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     spec = args.models.split(",")[0]
+    import inspect
+
+    if args.dtype and "dtype" in inspect.signature(run_corpus).parameters:
+        run_corpus = functools.partial(run_corpus, dtype=args.dtype)
     ray.init(num_cpus=max(2, args.workers), include_dashboard=False, log_to_driver=False)
     try:
         run_corpus(spec, texts[:8], engine="ray", device=args.device, workers=args.workers)
