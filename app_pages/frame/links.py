@@ -106,20 +106,17 @@ def restore_settings() -> None:
         else:
             _note(N_("The link names a model this server does not offer (“{value}”); the "
                      "default model is shown."), value=spec_text[:80])
-    device = _first(params, "device")
-    if device is not None:
-        if device in DEVICES:
-            st.session_state["device"] = device
-        else:
-            _note(N_("The link's device “{value}” is not one of auto, cpu, cuda; auto is "
-                     "used."), value=device[:20])
-    dtype = _first(params, "dtype")
-    if dtype is not None:
-        if dtype in PRECISIONS:
-            st.session_state["dtype"] = dtype
-        else:
-            _note(N_("The link's precision “{value}” is not one of auto, float32, bfloat16, "
-                     "float16; auto is used."), value=dtype[:20])
+    for key, choices, refused in (
+            ("device", DEVICES, N_("The link's device “{value}” is not one of auto, cpu, "
+                                   "cuda; auto is used.")),
+            ("dtype", PRECISIONS, N_("The link's precision “{value}” is not one of auto, "
+                                     "float32, bfloat16, float16; auto is used."))):
+        value = _first(params, key)
+        if value is not None:
+            if value in choices:
+                st.session_state[key] = value
+            else:
+                _note(refused, value=value[:20])
 
 
 def unknown_page(url: str, base: str = "") -> str:

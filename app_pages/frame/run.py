@@ -82,8 +82,8 @@ def state_limits(loaded: LoadedModel, bounds) -> None:
     st.sidebar.caption(_("Here {model} on {device} reads texts of up to {tokens:,} tokens and "
                          "{chars:,} characters; head statistics, model view and rollout up to "
                          "{analysis:,} tokens.").format(
-        model=literal(loaded.name), device=loaded.device, tokens=budget, chars=bounds.max_chars,
-        analysis=bounds.analysis_tokens))
+        model=literal(loaded.name), device=f"{loaded.device} · {loaded.dtype}", tokens=budget,
+        chars=bounds.max_chars, analysis=min(bounds.analysis_tokens, budget)))
 
 
 # The bundled model that reads any English text, offered when the chosen one's vocabulary

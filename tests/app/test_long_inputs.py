@@ -128,7 +128,9 @@ def _opens_every_analysis_page(spec: str, text: str, n_tokens: int, **state) -> 
         assert not at.error, (page, messages(at.error))
         assert figures(at), page  # it drew its charts
     stated = messages(at.sidebar.caption)
-    assert "reads texts of up to" in stated, stated
+    # the limit in tokens for the loaded model, in its precision; the analyses no further
+    assert f"reads texts of up to {n_tokens:,} tokens" in stated, stated
+    assert "cpu · float32" in stated and f"rollout up to {n_tokens:,} tokens" in stated, stated
 
 
 @pytest.mark.slow
