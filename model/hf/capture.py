@@ -519,10 +519,10 @@ class _Band:
                   device: torch.device) -> torch.Tensor:
         """Where rows ``start..stop`` may not attend among keys ``k0..ke``: bool, on
         ``device``."""
-        keys = torch.arange(k0, ke, device=device)
-        rows = torch.arange(start, stop, device=device) + (self.offset or 0)
         if self.offset is None:
             return torch.zeros((stop - start, ke - k0), dtype=torch.bool, device=device)
+        keys = torch.arange(k0, ke, device=device)
+        rows = torch.arange(start, stop, device=device) + self.offset
         return keys[None, :] > rows[:, None]
 
 
