@@ -87,7 +87,7 @@ def _loading_model(spec: str, device: str, dtype: str) -> model.LoadedModel:
 def _kept(spec: str, device: str, dtype: str) -> model.LoadedModel:
     """The model from the cache of models (loaded first if it is not there), noted as loaded."""
     loaded_model = _load(spec, device, dtype)
-    _LOADED.add((spec, device))
+    _LOADED.add((spec, device, dtype))
     return loaded_model
 
 
@@ -102,26 +102,28 @@ def _load(spec: str, device: str, dtype: str) -> model.LoadedModel:
 
 
 _LOADING = threading.Lock()
-# The (spec, device) this server has loaded, for a page or as it started
+# The (spec, device, dtype) this server has loaded, for a page or as it started
 # (:mod:`app_pages.cache.preload`). One dropped since from the models kept (the fifth loaded)
 # stays listed: a page asking for it again shows get_model's spinner, not get_models's box.
-_LOADED: set[tuple[str, str]] = set()
+_LOADED: set[tuple[str, str, str]] = set()
 
 
-def loaded(spec: str, device: str = "auto") -> bool:
-    """Whether this server has loaded ``spec`` on ``device`` (a page that shows it need not
-    wait, nor ask the user to load it)."""
-    return (spec.strip(), str(resolve_device(device))) in _LOADED
+def loaded(spec: str, device: str = "auto", dtype: str = "auto") -> bool:
+    """Whether this server has loaded ``spec`` on ``device`` in ``dtype`` (a page that shows
+    it need not wait, nor ask the user to load it)."""
+    device = str(resolve_device(device))
+    return (spec.strip(), device, _precision(dtype, device)) in _LOADED
 
 
-def get_models(specs: Iterable[str], device: str = "auto") -> None:
+def get_models(specs: Iterable[str], device: str = "auto", dtype: str = "auto") -> None:
     """Load the models of ``specs`` this server has not loaded yet, one after another (one
     model loads at a time), in a box that names the one loading and how long each took; the
     box stays, collapsed, for the run that loaded them. A model that cannot load is left to
     the page, which says why where it asks for it (:func:`get_model`)."""
     device = str(resolve_device(device))
+    dtype = _precision(dtype, device)
     waiting = [spec for spec in dict.fromkeys(spec.strip() for spec in specs)
-               if (spec, device) not in _LOADED]
+               if (spec, device, dtype) not in _LOADED]
     if not waiting:
         return
     def loading(number: int) -> str:
@@ -135,7 +137,7 @@ def get_models(specs: Iterable[str], device: str = "auto") -> None:
             box.update(label=loading(number))
             began = time.perf_counter()
             try:
-                _kept(spec, device)
+                _kept(spec, device, dtype)
             except Exception:  # the page says why, where it asks for the model
                 st.write(_("{model} could not be loaded.").format(model=spec))
                 continue
@@ -204,9 +206,16 @@ def get_trace(spec: str, device: str, text: str, target: str | None = None,
         check_request(loaded, loaded.count_tokens(text, target), limits().request_bytes)
         return loaded.trace(text, target=target)
 
-    return memo(("trace", spec, device, dtype, text, target), _("tracing the text"), trace,
+    return memo(trace_key(spec, device, text, target, dtype), _("tracing the text"), trace,
                 spinner=None if quiet else _("Running the model and capturing attention…"),
                 readonly=False)
+
+
+def trace_key(spec: str, device: str, text: str, target: str | None = None,
+              dtype: str = "auto") -> tuple:
+    """The shared cache's key of :func:`get_trace`'s trace (``auto`` resolved)."""
+    device = str(resolve_device(device))
+    return ("trace", spec, device, _precision(dtype, device), text, target)
 
 
 def get_generation(spec: str, device: str, text: str, new_tokens: int | None = None):

@@ -104,7 +104,7 @@ def test_models_the_server_preloaded_show_without_a_click(monkeypatch):
     took = preload(PRELOAD, "cpu")
     assert set(took) == set(PRELOAD)
     for spec in PRELOAD:  # and the default sentence traced by each
-        assert getters.shared_cache().peek(("trace", spec, "cpu", DEFAULT_TEXT, None))[0]
+        assert getters.shared_cache().peek(getters.trace_key(spec, "cpu", DEFAULT_TEXT))[0]
     at = app_test("lesson_families")
     assert not at.exception, at.exception
     assert not [b.key for b in at.button if b.key and b.key.startswith("fam_load")]
