@@ -10,7 +10,8 @@
   when a catalog is first read;
 - the app's rooms are layered: app_pages/cache imports nothing of the frame (but its two leaves,
   errors and markdown), the views or the lessons; app_pages/frame nothing of the views or the
-  lessons; a view no lesson.
+  lessons; a view no lesson; app_pages/live (the class database) neither streamlit, torch nor
+  model/.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ RULES = {
     "app_pages/cache": {"app_pages.frame", "app_pages.views", "app_pages.lessons"},
     "app_pages/frame": {"app_pages.views", "app_pages.lessons"},
     "app_pages/views": {"app_pages.lessons"},
+    # the class database: SQLAlchemy only, no page, no model (the store is run without either)
+    "app_pages/live": {"streamlit", "torch", "transformers", "model", "viz", "app_pages.cache",
+                       "app_pages.frame", "app_pages.views", "app_pages.lessons"},
     "i18n": {"streamlit", "torch", "transformers", "numpy", "model", "viz", "app_pages"},
 }
 # What importing each package loads, checked in a fresh interpreter.
@@ -53,6 +57,7 @@ RUNTIME = {
     "model.trace, model.store, model.meta, model.interface, model.errors": {
         "torch", "transformers", "streamlit"},
     "viz": {"streamlit", "torch", "transformers", "model", "app_pages"},
+    "app_pages.live.store": {"streamlit", "torch", "transformers", "model", "viz"},
     "i18n": {"streamlit", "torch", "transformers", "numpy", "babel", "model", "viz",
              "app_pages"},
 }
