@@ -6,6 +6,7 @@ in app.py.
 - :mod:`.cache`: all Streamlit caching and the server's limits;
 - :mod:`.views`: the twelve pages that look at a model's attention;
 - :mod:`.lessons`: one page per lesson;
+- :mod:`.live`: the live class's database (classes, students, questions, answers);
 - :mod:`.serve`: starts the server (``make run``) with room for a long link's request line.
 
 Named app_pages, not pages: Streamlit runs a `pages/` folder beside the main script as an

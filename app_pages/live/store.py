@@ -98,7 +98,8 @@ class ClassError(ValueError):
 
 @dataclass(frozen=True)
 class ClassLimits:
-    """The class limits of a server (``ATTENTION_EXPLORER_CLASS_*``; docs/operating.md)."""
+    """The class limits of a server, each set by its variable in :attr:`ENVIRON` (the
+    settings table of docs/operating.md)."""
 
     students_per_class: int = 200
     open_classes: int = 50  # classes open at once on the server (its database)
@@ -261,7 +262,7 @@ class Store:
                 raise ClassError(_("This server has {count} classes open, as many as it allows: "
                                    "close one, or wait for one to end.").format(count=open_now))
             for _attempt in range(20):  # a code already taken (by an old class) is drawn again
-                code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+                code = "".join(secrets.choice(CODE_ALPHABET) for _index in range(CODE_LENGTH))
                 taken = db.execute(sa.select(classes.c.id).where(classes.c.code == code)).first()
                 if taken is None:
                     break
