@@ -8,7 +8,9 @@ streamlit or :mod:`model.hf`.
 - :mod:`.positions`: the sinusoidal table, RoPE and the loaded model's own positions;
 - :mod:`.cuts`: what each page draws, cut from a trace (query rows, a window, a generation step,
   colour ceilings, the stages of a training run);
-- :mod:`.tokens`: what a tokenizer lost or split of the input (unknown tokens, byte pieces).
+- :mod:`.tokens`: what a tokenizer lost or split of the input (unknown tokens, byte pieces);
+- :mod:`.questions`: a live class's questions, built from the trace (the model's answer kept
+  for the reveal).
 
 The statistics and rollout are importable from here too, as before the package had rooms.
 """

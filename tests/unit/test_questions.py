@@ -1,0 +1,82 @@
+"""A live class's questions (model.analysis.questions) against independent references: the
+seed's worked numbers, torch's softmax of the trace's own scores, and the mask's rule."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from model.analysis import questions as q
+
+
+def _torch_weights(trace, kind, layer, head):
+    """The head's weights recomputed from its scores and mask with torch's softmax."""
+    scores = torch.tensor(trace.scores(kind, layer, head), dtype=torch.float64)
+    allowed = torch.tensor(trace.mask(kind, layer))
+    return torch.softmax(scores.masked_fill(~allowed, -math.inf), dim=-1).numpy()
+
+
+def test_the_token_a_head_attends_to_most_is_the_argmax_of_its_real_row(seed_trace):
+    for kind in seed_trace.names:
+        queries, keys = seed_trace.axes(kind)
+        for layer, head, query in ((0, 0, 0), (1, 3, len(queries) - 1), (5, 7, 2)):
+            asked = q.most_attended(seed_trace, kind, layer, head, query)
+            row = _torch_weights(seed_trace, kind, layer, head)[query]
+            assert asked.kind == "choice" and len(asked.options) == len(keys)
+            assert asked.truth["answer"] == int(np.argmax(row))
+            np.testing.assert_allclose(asked.truth["weights"], row, atol=2e-6)
+            assert f"“{queries[query]}”" in asked.prompt
+            json.dumps(asked.truth)  # stored as JSON
+
+
+def test_the_head_that_links_two_words_is_the_argmax_over_heads(seed_trace):
+    cells = [_torch_weights(seed_trace, "encoder.self", 2, head)[2, 1] for head in range(8)]
+    asked = q.linking_head(seed_trace, "encoder.self", 2, query=2, key=1)  # sat → cat
+    assert asked.options == tuple(f"head {head}" for head in range(8))
+    assert asked.truth["answer"] == int(np.argmax(cells))
+    np.testing.assert_allclose(asked.truth["weights"], cells, atol=2e-6)
+    with pytest.raises(ValueError, match="not a cell"):
+        q.linking_head(seed_trace, "encoder.self", 2, query=99, key=1)
+
+
+def test_numbers_follow_the_seeds_worked_examples():
+    big = q.softmax_first([8, -3])  # seed 4.4: [8, -3] → [1.000, 0.000]
+    assert big.kind == "number"
+    assert big.truth["answer"] == pytest.approx(
+        torch.softmax(torch.tensor([8.0, -3.0], dtype=torch.float64), 0)[0].item(), abs=1e-6)
+    assert round(big.truth["answer"], 3) == 1.000
+    assert q.correct(big.truth, "number", 0.995) and not q.correct(big.truth, "number", 0.9)
+    cat = q.scaled_weight([1.0, 0.0, 0.7, 1.0], d_k=2)  # seed 4.3: 猫 gets 0.30
+    assert round(cat.truth["answer"], 2) == 0.30
+    assert cat.truth["scaled"] == pytest.approx([0.71, 0.00, 0.49, 0.71], abs=0.01)
+    for bad in ([1.0], [1.0, math.inf]):
+        with pytest.raises(ValueError):
+            q.softmax_first(bad)
+
+
+def test_the_kv_cache_size_is_two_tensors_per_layer_and_kv_head(seed_trace):
+    dims = seed_trace.dims
+    tokens = len(seed_trace.axes("decoder.self")[1])
+    asked = q.kv_cache_megabytes(seed_trace, bytes_per_value=2)
+    expected = 2 * 6 * 8 * 64 * tokens * 2 / 1e6
+    assert dims.n_decoder_layers == 6 and asked.truth["answer"] == pytest.approx(expected)
+    assert q.correct(asked.truth, "number", expected * 1.04)
+    assert not q.correct(asked.truth, "number", expected * 1.2)
+
+
+def test_forbidden_cells_are_the_upper_triangle_of_a_causal_mask(seed_trace):
+    n = len(seed_trace.axes("decoder.self")[0])
+    asked = q.forbidden_cells(seed_trace, "decoder.self")
+    assert asked.truth["answer"] == n * (n - 1) // 2
+    assert q.forbidden_cells(seed_trace, "encoder.self").truth["answer"] == 0
+
+
+def test_repeated_tokens_stay_distinct_options_and_long_rows_are_windowed(seed_trace):
+    assert q.token_options(["the", "cat", "the"]) == ("the (0)", "cat", "the (2)")
+    window = q._window(1000, 990)
+    assert len(window) == q.MAX_OPTIONS and window.stop == 1000
+    assert q._window(5, 3) == range(5)
