@@ -268,3 +268,17 @@ def test_the_default_database_is_a_file_in_the_apps_cache(tmp_path):
     url = live.default_url({"ATTENTION_EXPLORER_CACHE": str(tmp_path / "cache")})
     assert url == f"sqlite:///{tmp_path / 'cache' / 'classes.sqlite'}"
     assert Store(url).revision == "0001"
+
+
+def test_the_join_links_qr_code_reads_back_as_the_link_with_the_code():
+    import zxingcpp  # an independent QR reader (requirements-dev.txt)
+
+    from app_pages.live import join
+
+    link = join.join_link("http://127.0.0.1:8501/", " ap9-33m ")
+    assert link == "http://127.0.0.1:8501/join?code=AP933M"
+    assert [found.text for found in zxingcpp.read_barcodes(join.qr_pixels(link))] == [link]
+    svg = join.qr_svg(link)
+    assert svg.startswith("<svg") and 'fill="#fff"' in svg  # light ground in either theme
+    assert join.teacher_link("https://x.org/explorer", "a b") == (
+        "https://x.org/explorer/class?teacher=a+b")
