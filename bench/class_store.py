@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
                              [str(i) for i in range(6)], {"answer": 0})
         start = threading.Barrier(len(keys))
 
-        def tap(i: int, key: str) -> None:
+        def tap(i: int, key: str, start=start, question=question) -> None:
             start.wait()
             began = time.perf_counter()
             store.answer(key, question, i % 6)

@@ -215,10 +215,29 @@ def migrate(engine: Engine) -> str:
 
     config = Config()
     config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
-    with _MIGRATING, engine.begin() as connection:
+    with _MIGRATING, _across_processes(engine), engine.begin() as connection:
+        if engine.dialect.name == "postgresql":  # two servers starting at once: one migrates
+            connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"),
+                               {"key": MIGRATION_LOCK})
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
         return MigrationContext.configure(connection).get_current_revision()
+
+
+MIGRATION_LOCK = 0x4154544E  # PostgreSQL's advisory lock of the class schema's migrations
+
+
+def _across_processes(engine: Engine):
+    """A lock file beside an SQLite file while its schema is migrated (processes of one
+    machine); PostgreSQL locks inside the transaction instead (:data:`MIGRATION_LOCK`)."""
+    from contextlib import nullcontext
+
+    from filelock import FileLock
+
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:":
+        return nullcontext()
+    return FileLock(f"{database}.migrate.lock", timeout=120)
 
 
 def _digest(key: str) -> str:

@@ -10,6 +10,7 @@ import csv
 import io
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -19,7 +20,8 @@ import sqlalchemy as sa
 from app_pages.live import store as live
 from app_pages.live.store import ClassError, ClassLimits, Store
 
-SCRIPT = Path(__file__).parents[1] / "postgres.sh"
+ROOT = Path(__file__).parents[2]
+SCRIPT = ROOT / "tests" / "postgres.sh"
 
 
 @pytest.fixture(scope="session")
@@ -282,3 +284,13 @@ def test_the_join_links_qr_code_reads_back_as_the_link_with_the_code():
     assert svg.startswith("<svg") and 'fill="#fff"' in svg  # light ground in either theme
     assert join.teacher_link("https://x.org/explorer", "a b") == (
         "https://x.org/explorer/class?teacher=a+b")
+
+
+def test_two_servers_starting_at_once_on_a_new_database_both_open_it(url):
+    script = ("import sys; from app_pages.live.store import Store; "
+              "print(Store(sys.argv[1]).revision)")
+    runs = [subprocess.Popen([sys.executable, "-c", script, url], cwd=ROOT, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    outputs = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0], [err for _out, err in outputs]
+    assert [out.strip() for out, _err in outputs] == ["0001"] * 3
