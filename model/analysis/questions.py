@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from i18n import _
+from model.reading.blocks import assemble, region
 from model.trace import AttentionTrace
 
 MAX_OPTIONS = 64  # a token question on a longer sentence asks about a window of it
@@ -55,7 +56,8 @@ def most_attended(trace: AttentionTrace, kind: str, layer: int, head: int,
     if not 0 <= query < len(queries):
         raise ValueError(_("query {query} is not a position of the {count} queries").format(
             query=query, count=len(queries)))
-    row = np.asarray(trace.weights(kind, layer, head)[query], dtype=np.float64)
+    rows = range(query, query + 1)  # that row only, not the whole head (n² at a long input)
+    row = region(trace, kind, layer, head, rows, range(len(keys)))[0].astype(np.float64)
     shown = _window(len(keys), int(np.argmax(row)))
     weights = row[shown.start:shown.stop]
     return Prepared(
@@ -76,8 +78,9 @@ def linking_head(trace: AttentionTrace, kind: str, layer: int, query: int,
     if not (0 <= query < len(queries) and 0 <= key < len(keys)):
         raise ValueError(_("({query}, {key}) is not a cell of this attention").format(
             query=query, key=key))
-    cell = [float(trace.weights(kind, layer, head)[query, key])
-            for head in range(trace.n_heads)]
+    rows = range(query, query + 1)  # one row of every head, not every head whole
+    cell = assemble(trace.blocks(kind, layer, None, rows), trace.n_heads, rows, len(keys),
+                    range(key, key + 1))[:, 0, 0].astype(float).tolist()
     return Prepared(
         "choice",
         _("Layer {layer} ({kind}): which head links “{query}” to “{key}” most?").format(
