@@ -402,7 +402,8 @@ def choose(page, label: str, option: str) -> None:
     """Choose ``option`` in the select box labelled ``label`` once the page is idle; return when
     the box shows it and the app was asked to run with it. A click that lands while the page is
     redrawn can leave the menu open and the value as it was, so the choice is tried again until
-    the box shows the option. (A box that shows it already is left alone: choosing it again
+    the box shows the option. An option outside the menu's visible window is typed to filter
+    the list to it. (A box that shows it already is left alone: choosing it again
     would ask for no run.)"""
     box = page.get_by_role("combobox", name=label, exact=True).first
     box.wait_for(timeout=120_000)  # a loaded machine may still be drawing the page
@@ -417,7 +418,13 @@ def choose(page, label: str, option: str) -> None:
         mark = run_mark(page)
         box.click()
         try:
-            found.wait_for(timeout=30_000)
+            try:
+                found.wait_for(timeout=5_000)
+            except Exception:
+                # the menu draws only the options in its visible window (a virtual list): one
+                # further down is not in the page until the typed text filters the list to it
+                page.keyboard.type(option)
+                found.wait_for(timeout=30_000)
             found.click()
         except Exception:  # the menu did not open, or it closed under the pointer
             page.keyboard.press("Escape")
