@@ -12,10 +12,10 @@ import pandas  # noqa: F401  (see below)
 import streamlit as st
 
 import i18n
-from app_pages.frame import links
+from app_pages.frame import links, live
 from app_pages.frame.charts import EXPORT_CONTEXT, FIGURES, page_downloads
 from app_pages.frame.classroom import classroom
-from app_pages.frame.navigation import PAGES
+from app_pages.frame.navigation import ALL_PAGES, HIDDEN_PAGES, PAGES
 from app_pages.frame.settings import choose_language, presenting
 from app_pages.frame.sidebar import inputs, sidebar
 from i18n import _
@@ -27,11 +27,14 @@ choose_language()
 st.set_page_config(page_title=_("Attention Explorer"), page_icon="🔍", layout="wide",
                    initial_sidebar_state="collapsed" if presenting() else "auto")
 pages = [(spec, st.Page(spec.path, title=_(spec.title), icon=spec.icon, default=spec.default,
-                        url_path=spec.url_path or None))
-         for spec in PAGES]
+                        url_path=spec.url_path or None,
+                        visibility="hidden" if spec in HIDDEN_PAGES else "visible"))
+         for spec in ALL_PAGES]
 sections: dict[str, list] = {}
 for spec, page in pages:
-    sections.setdefault(_(spec.group), []).append(page)
+    # the class's pages go under the last section, hidden: only their links open them
+    sections.setdefault(_(PAGES[-1].group if spec in HIDDEN_PAGES else spec.group),
+                        []).append(page)
 current = st.navigation(sections, expanded=True)  # every lesson listed, not "View 10 more"
 spec = next(spec for spec, page in pages if page is current)
 links.restore_page(spec)
@@ -45,9 +48,17 @@ st.session_state[EXPORT_CONTEXT] = ()  # by each page, so no page names files af
 st.html(f"<script>document.documentElement.lang = "
         f"{'zh-CN' if i18n.language() == 'zh' else 'en'!r};</script>",
         unsafe_allow_javascript=True)
-classroom()  # the stepping keys, and presentation mode's large text
+STUDENT_PAGE = spec.url_path == "join"  # a student's phone: the question and nothing else
+if not STUDENT_PAGE:
+    classroom()  # the stepping keys, and presentation mode's large text
+if spec.url_path == "class":
+    live.adopt_teacher_link()  # before the link panel rewrites the address without it
 try:
+    if STUDENT_PAGE:
+        current.run()
+        st.stop()
     sidebar(with_text=spec.reads_text)
+    live.sidebar_panel()
     # The link to this view, made before the page runs (a page may stop early, with a
     # message instead of a chart, and Streamlit draws nothing after a stop), and again after
     # it, once its widgets have replaced any value out of range.
@@ -56,6 +67,8 @@ try:
     links.notes()
     if spec.reads_text:
         inputs()
+    if spec.url_path != "class":
+        live.banner()  # how students join, while this browser leads a class
     current.run()
     page_downloads()
     links.panel(spec, link_slot, uploaded=st.session_state.get("upload") is not None)

@@ -16,10 +16,23 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
-from i18n import _
+from i18n import N_, _
 
 Axis = Literal["tokens", "source", "target"]
 CAUSAL_KINDS: tuple[str, ...] = ("decoder.self",)
+# The attention kinds of a trace in the lesson's words (in English, translated where shown);
+# the names themselves (``encoder.self``) are the API's and the links', never shown.
+KIND_NAMES = {
+    "encoder.self": N_("encoder self-attention"),
+    "decoder.self": N_("decoder masked self-attention"),
+    "decoder.cross": N_("cross-attention"),
+}
+
+
+def kind_name(name: str) -> str:
+    """Attention kind ``name`` (``"decoder.self"``) in the lesson's words, in the current
+    language (解码器掩码自注意力, "decoder masked self-attention"); an unknown one as it is."""
+    return _(KIND_NAMES[name]) if name in KIND_NAMES else str(name)
 
 
 class Family(StrEnum):

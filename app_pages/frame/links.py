@@ -27,7 +27,7 @@ import model
 from app_pages.cache.getters import limits, policy
 from app_pages.frame import widgets
 from app_pages.frame.markdown import literal
-from app_pages.frame.navigation import FALSE, PAGES, TEXT_PARAMS, TRUE, PageSpec, flag
+from app_pages.frame.navigation import ALL_PAGES, FALSE, TEXT_PARAMS, TRUE, PageSpec, flag
 from app_pages.frame.settings import (
     DEVICES,
     OTHER,
@@ -128,7 +128,7 @@ def unknown_page(url: str, base: str = "") -> str:
     if base and (path == base or path.startswith(base + "/")):
         path = path[len(base):]
     last = path.rsplit("/", 1)[-1]
-    known = {page.url_path for page in PAGES}
+    known = {page.url_path for page in ALL_PAGES}
     return "" if not last or last in known else unquote(last)
 
 
@@ -221,6 +221,12 @@ def publish(spec: PageSpec, text: str | None, uploaded: bool = False) -> tuple[s
 def _address(spec: PageSpec) -> str:
     """The page's address: the server's origin and the app's path, as the browser opened it
     (a base path kept; the page it opened, known or not, replaced by ``spec``'s)."""
+    return f"{app_root()}/{spec.url_path}"
+
+
+def app_root() -> str:
+    """The app's address without a page: the server's origin and its base path, as the
+    browser opened it."""
     url = st.context.url or ""
     parts = urlsplit(url)
     base = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
@@ -229,12 +235,12 @@ def _address(spec: PageSpec) -> str:
     if last and (last in _page_paths() or unknown_page(
             url, st.get_option("server.baseUrlPath") or "")):
         path = path[:-len(last)].rstrip("/")
-    return f"{base}{path}/{spec.url_path}"
+    return f"{base}{path}"
 
 
 def _page_paths() -> list[str]:
 
-    return [page.url_path for page in PAGES]
+    return [page.url_path for page in ALL_PAGES]
 
 
 # Streamlit's page pushes a new history entry whenever the app changes the URL's parameters

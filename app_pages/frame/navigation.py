@@ -137,12 +137,22 @@ PAGES = (
              reads_text=False),
 )
 LESSON_PAGES = tuple(page for page in PAGES if page.group == LESSONS)
+# A live class's two pages, reached by their links and never listed in the navigation: the
+# student's (a phone's screen: the current question and nothing else) and the teacher's private
+# one (its link holds the teacher's key).
+CLASS = N_("Live class")
+HIDDEN_PAGES = (
+    PageSpec(VIEWS + "join.py", "join", N_("Join a class"), "🙋", CLASS, reads_text=False),
+    PageSpec(VIEWS + "class_room.py", "class", N_("Live class"), "🧑‍🏫", CLASS,
+             reads_text=False),
+)
+ALL_PAGES = PAGES + HIDDEN_PAGES
 
 
 def script(url_path: str) -> str:
     """The script of the page whose URL path is ``url_path`` ("" the default page): pages name
     each other by URL, which never moves, and switch to the script this returns."""
-    for page in PAGES:
+    for page in ALL_PAGES:
         if page.url_path == url_path:
             return page.path
     raise KeyError(f"no page has the URL path {url_path!r}")

@@ -8,6 +8,7 @@ import streamlit as st
 import i18n
 from i18n import N_, _
 from model.corpus.sentences import decode_text
+from model.meta import KIND_NAMES, kind_name  # noqa: F401  (pages name kinds from here)
 
 DEFAULT_MODEL = "own-translator"
 DEFAULT_TEXT = "The cat sat on the mat"
@@ -35,22 +36,6 @@ KIND_LABELS = {  # in English, translated where shown
     "decoder.self": N_("decoder masked self-attention"),
     "decoder.cross": N_("decoder cross-attention (target → source)"),
 }
-# The attention kinds of a trace (model.meta.Family.kinds: every model, own or Hugging Face,
-# holds some of these three) in the lesson's words, for titles, captions and exported figures;
-# the names themselves (``encoder.self``) are the API's and the links', never shown.
-KIND_NAMES = {
-    "encoder.self": N_("encoder self-attention"),
-    "decoder.self": N_("decoder masked self-attention"),
-    "decoder.cross": N_("cross-attention"),
-}
-
-
-def kind_name(name: str) -> str:
-    """Attention kind ``name`` (``"decoder.self"``) in the lesson's words, in the current
-    language (解码器掩码自注意力, "decoder masked self-attention"); an unknown one as it is."""
-    return _(KIND_NAMES[name]) if name in KIND_NAMES else str(name)
-
-
 def kind_label(name: str) -> str:
     """Attention kind ``name`` as a menu offers it: its longer description (cross-attention
     says which way it reads, target → source), in the current language."""

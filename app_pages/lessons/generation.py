@@ -10,7 +10,7 @@ import streamlit as st
 
 import viz
 from app_pages.cache.getters import get_generation, get_model
-from app_pages.frame import widgets
+from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.classroom import table
 from app_pages.frame.controls import stepper
@@ -20,6 +20,7 @@ from app_pages.frame.navigation import script
 from app_pages.frame.settings import settings
 from app_pages.lessons.lesson import footer, header
 from i18n import _
+from model.analysis import questions
 from model.lessons.generation import kv_growth, next_words, pattern_at_step
 from viz.lessons.generation import cache_bytes, cache_grid, growing_pattern
 from viz.numbers import byte_size
@@ -215,4 +216,6 @@ with st.expander(_("Every step in numbers")):
         _("tokens cached"): growth.tokens, _("KV cache (bytes, measured)"): growth.total,
         _("formula (bytes)"): growth.formula,
         _("without GQA (bytes)"): growth.without_gqa}), hide_index=True)
+live.offer("generation", lambda: questions.kv_cache_megabytes(generation.trace,
+                                                           growth.bytes_per_element))
 footer(PATH)

@@ -8,13 +8,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.frame import widgets
+from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.controls import stepper
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
 from app_pages.lessons.lesson import footer, header
 from i18n import N_, _
+from model.analysis import questions
 from model.lessons.hand import (
     SEED_DECIMALS,
     SEED_K,
@@ -285,4 +286,6 @@ if steps is not None:
             st.latex(r"\text{Output} = \text{Weights}\, V = " + matrix_tex(steps.weights, shown)
                      + matrix_tex(inputs.V) + " = " + matrix_tex(steps.output, shown))
 
+if steps is not None:  # a live class: the first word's weight, from the table's numbers
+    live.offer("hand", lambda: questions.scaled_weight(exact.scores, inputs.d_k))
 footer(PATH)

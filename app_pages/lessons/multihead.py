@@ -9,7 +9,7 @@ import streamlit as st
 
 import viz
 from app_pages.cache.getters import heavy_work
-from app_pages.frame import widgets
+from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.classroom import table
 from app_pages.frame.controls import kind_selector, stepper
@@ -18,6 +18,7 @@ from app_pages.frame.navigation import script
 from app_pages.frame.settings import presenting
 from app_pages.lessons.lesson import footer, header, own_model_run
 from i18n import _
+from model.analysis import questions
 from model.analysis.cuts import query_rows
 from model.lessons.multihead import heads_of_layer
 from model.lessons.network import query_choices
@@ -89,4 +90,6 @@ if step >= 3:
                  "exactly what $W_O$ receives in the model. $W_O$ ({d_model} × {d_model}) mixes "
                  "them: every output number reads every head.").format(
         d_head=heads.d_head, heads=heads.n_heads, d_model=heads.d_model))
+live.offer("multihead", lambda: questions.sharpest_link(trace, name, layer, query),
+           lambda: questions.most_attended(trace, name, layer, None, query))
 footer(PATH)

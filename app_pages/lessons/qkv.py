@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.cache.getters import heavy_work
-from app_pages.frame import widgets
+from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.classroom import table
 from app_pages.frame.controls import kind_selector, stepper
@@ -16,6 +16,7 @@ from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
 from app_pages.lessons.lesson import footer, header, own_model_run
 from i18n import N_, _
+from model.analysis import questions
 from model.lessons.network import query_choices
 from model.lessons.qkv import query_key_value
 from viz.labels import escape
@@ -114,4 +115,5 @@ if step >= 3:
                  "keys are masked: the decoder may not look at words it has not written yet, "
                  "their score becomes −∞ and their weight 0.").format(
         d_head=seen.d_head, root=seen.d_head ** 0.5))
+live.offer("qkv", lambda: questions.most_attended(trace, name, layer, head, query))
 footer(PATH)

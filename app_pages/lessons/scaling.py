@@ -9,7 +9,7 @@ import math
 import streamlit as st
 
 from app_pages.cache.getters import get_dot_products, get_trace, get_width_statistics
-from app_pages.frame import widgets
+from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.controls import kind_selector
 from app_pages.frame.markdown import literal
@@ -17,6 +17,7 @@ from app_pages.frame.navigation import script
 from app_pages.frame.settings import kind_name, settings
 from app_pages.lessons.lesson import footer, header
 from i18n import _
+from model.analysis import questions
 from model.lessons.scaling import (
     D_K_CHOICES,
     SEED_SCORES,
@@ -145,4 +146,7 @@ if trace is not None:
     st.caption(_("The spread of the allowed scores of this head; the largest weight per row, "
                  "averaged over the rows (1 would be one-hot)."))
 
+if sat is not None:  # a live class: the two scores above, without and with the division
+    live.offer("scaling", lambda: questions.softmax_first(sat.scores),
+               lambda: questions.scaled_weight(sat.scores, d_k))
 footer(PATH)

@@ -8,12 +8,14 @@ import streamlit as st
 
 import viz.lessons.see_it as figures
 from app_pages.cache.getters import get_trace
+from app_pages.frame import live
 from app_pages.frame.charts import chart
 from app_pages.frame.errors import explained_errors
 from app_pages.frame.navigation import script
 from app_pages.frame.settings import settings
 from app_pages.lessons.lesson import footer, header
 from i18n import N_, _
+from model.analysis import questions
 from model.lessons.see_it import CLAIMS, CONTRAST, Claim, Found, find_pair
 
 PATH = script("lesson_see_it")
@@ -107,4 +109,9 @@ if not isinstance(contrast, str) and not isinstance(it_cat, str):
                 _("For contrast, it → mouse peaks at {weight:.2f} (layer {layer}, head "
                   "{head}), against it → cat at {cat:.2f}.")).format(
         weight=contrast.weight, layer=contrast.layer, head=contrast.head, cat=it_cat.weight))
+# a live class: predict the word each pair's head looks at most, before the reveal
+live.offer("see_it", *(
+    lambda found=found: questions.most_attended(traces[found.claim.sentence], found.claim.kind,
+                                                found.layer, found.head, found.query)
+    for found in found_all.values() if not isinstance(found, str)))
 footer(PATH)

@@ -313,14 +313,17 @@ class Store:
             return self._teacher_class(db, teacher_key, usable=False).code
 
     def status(self, teacher_key: str) -> dict[str, Any]:
-        """The class for the teacher: code, expiry, closed, students joined."""
+        """The class for the teacher: code, expiry, closed, students joined, and the id of the
+        students' current question (the latest asked; None before the first)."""
         with self.engine.connect() as db:
             row = self._teacher_class(db, teacher_key, usable=False)
             joined = db.execute(sa.select(sa.func.count()).select_from(students).where(
                 students.c.class_id == row.id)).scalar_one()
+            latest = db.execute(sa.select(sa.func.max(questions.c.id)).where(
+                questions.c.class_id == row.id)).scalar_one()
         return {"code": row.code, "expires_at": row.expires_at, "closed": row.closed_at is not None,
                 "ended": row.closed_at is not None or row.expires_at <= self.clock(),
-                "students": joined}
+                "students": joined, "question": latest}
 
     def ask(self, teacher_key: str, kind: str, prompt: str, options: Sequence[str] = (),
             truth: Any = None) -> int:

@@ -6,7 +6,7 @@ import streamlit as st
 
 import viz
 from app_pages.cache.getters import get_head_view, get_layer_summary, get_region
-from app_pages.frame import widgets
+from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.controls import kind_selector
 from app_pages.frame.errors import explained_errors
@@ -15,6 +15,7 @@ from app_pages.frame.navigation import PAGES, script
 from app_pages.frame.run import load_run
 from app_pages.frame.settings import CAPTURE_NAMES, FAMILY_NAMES, SCHEME_NAMES, kind_name, named
 from i18n import N_, _
+from model.analysis import questions
 from model.analysis.cuts import (
     FIT_ABOVE,
     colour_ceiling,
@@ -142,6 +143,9 @@ st.caption(_("Rows: the word the decoder is writing (it reads the word before). 
            _("Rows: the token that is looking (query). Columns: the token it looks at (key). "
              "Each row sums to 1. Grey cells are masked: the model may not look there. Grey "
              "italic labels are special tokens."))
+# a live class: which token does a row of this head attend to most, which head links a pair
+live.offer("explore", lambda: questions.row_questions(trace, name, layer, head),
+           lambda: questions.sharpest_link(trace, name, layer, len(rows.labels) - 1))
 
 if factors != (1, 1):  # drawn in blocks: any region can be seen token by token
     with st.expander(_("Zoom: a region token by token, exact weights"), expanded=False):

@@ -6,13 +6,14 @@ import streamlit as st
 
 import viz
 from app_pages.cache.getters import heavy_work
-from app_pages.frame import widgets
+from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.controls import kind_selector, stepper, window_selector
 from app_pages.frame.markdown import literal
 from app_pages.frame.run import load_run
 from app_pages.frame.settings import kind_name, presenting
 from i18n import _
+from model.analysis import questions
 from model.analysis.cuts import mask_panels, window
 from viz.mask_view import PANELS
 
@@ -52,3 +53,6 @@ chart(viz.mask_view(
     projector=presenting()), key="mask_view")  # larger cells, for text a room reads
 st.caption(_("① every query scores every key; ② the model's mask; ③ forbidden scores set to "
              "−∞ (dark grey); ④ softmax of each row: the forbidden cells get weight 0."))
+live.offer("mask", lambda: questions.forbidden_cells(trace, name, layer),
+           lambda: questions.row_questions(trace, name, layer, head,
+                                           range(start, stop)))

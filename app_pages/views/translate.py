@@ -9,13 +9,14 @@ import streamlit as st
 
 import viz
 from app_pages.cache.getters import get_model, get_trace
-from app_pages.frame import widgets
+from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.controls import stepper
 from app_pages.frame.errors import describe_error, explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.settings import settings
 from i18n import N_, _
+from model.analysis import questions
 from model.analysis.cuts import generation_step, written_words
 from model.meta import Family
 
@@ -145,3 +146,7 @@ with col_topk:
         value_name=_("probability")),
         key="topk", share=0.5)
     st.caption(_("Greedy decoding picks the most probable word (orange)."))
+
+# a live class: where does the decoder look while it writes this step's word
+live.offer("translate", lambda: questions.most_attended(
+    trace, "decoder.cross", layer, None if head_choice == "average" else head_choice, step - 1))

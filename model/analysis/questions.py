@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from i18n import _
+from model.meta import kind_name
 from model.reading.blocks import assemble, region
 from model.trace import AttentionTrace
 
@@ -48,22 +49,37 @@ def _window(n: int, centre: int) -> range:
     return range(start, min(n, start + MAX_OPTIONS))
 
 
-def most_attended(trace: AttentionTrace, kind: str, layer: int, head: int,
+def _row(trace: AttentionTrace, kind: str, layer: int, head: int | None,
+         query: int) -> np.ndarray:
+    """One query's weights over every key: of one head, or (``head`` None) the heads' mean."""
+    n_keys = len(trace.axes(kind)[1])
+    rows = range(query, query + 1)  # that row only, not the whole head (n² at a long input)
+    if head is not None:
+        return region(trace, kind, layer, head, rows, range(n_keys))[0].astype(np.float64)
+    every = assemble(trace.blocks(kind, layer, None, rows), trace.n_heads, rows, n_keys,
+                     range(n_keys))[:, 0, :].astype(np.float64)
+    return every.mean(axis=0)
+
+
+def most_attended(trace: AttentionTrace, kind: str, layer: int, head: int | None,
                   query: int) -> Prepared:
-    """"Which token does «query» attend to most?" in one head: tap a key token. The reveal
-    draws the head's real weights of that row beside the votes."""
+    """"Which token does «query» attend to most?" in one head (``head`` None: the average of
+    the layer's heads): tap a key token. The reveal draws the real weights of that row beside
+    the votes."""
     queries, keys = trace.axes(kind)
     if not 0 <= query < len(queries):
         raise ValueError(_("query {query} is not a position of the {count} queries").format(
             query=query, count=len(queries)))
-    rows = range(query, query + 1)  # that row only, not the whole head (n² at a long input)
-    row = region(trace, kind, layer, head, rows, range(len(keys)))[0].astype(np.float64)
+    row = _row(trace, kind, layer, head, query)
     shown = _window(len(keys), int(np.argmax(row)))
     weights = row[shown.start:shown.stop]
     return Prepared(
         "choice",
-        _("Layer {layer}, head {head} ({kind}): which token does “{token}” attend to most?")
-        .format(layer=layer, head=head, kind=kind, token=queries[query]),
+        (_("Layer {layer}, head {head} ({kind}): which token does “{token}” attend to most?")
+         if head is not None else
+         _("Layer {layer}, the average of its heads ({kind}): which token does “{token}” "
+           "attend to most?")).format(layer=layer, head=head, kind=kind_name(kind),
+                                   token=queries[query]),
         token_options(keys[shown.start:shown.stop]),
         {"answer": int(np.argmax(weights)), "weights": [round(float(w), 6) for w in weights],
          "kind": kind, "layer": layer, "head": head, "query": query,
@@ -84,10 +100,36 @@ def linking_head(trace: AttentionTrace, kind: str, layer: int, query: int,
     return Prepared(
         "choice",
         _("Layer {layer} ({kind}): which head links “{query}” to “{key}” most?").format(
-            layer=layer, kind=kind, query=queries[query], key=keys[key]),
+            layer=layer, kind=kind_name(kind), query=queries[query], key=keys[key]),
         tuple(_("head {head}").format(head=head) for head in range(trace.n_heads)),
         {"answer": int(np.argmax(cell)), "weights": [round(w, 6) for w in cell],
          "kind": kind, "layer": layer, "query": query, "key": key})
+
+
+def row_questions(trace: AttentionTrace, kind: str, layer: int, head: int | None,
+                  rows: range | None = None) -> list[Prepared]:
+    """":func:`most_attended`" for each row of a heatmap (``rows``: those shown; at most
+    :data:`MAX_OPTIONS` of them), so that the teacher can ask about any row."""
+    n_queries = len(trace.axes(kind)[0])
+    rows = range(n_queries) if rows is None else rows
+    rows = range(max(0, rows.start), min(n_queries, rows.stop))
+    return [most_attended(trace, kind, layer, head, query)
+            for query in list(rows)[:MAX_OPTIONS]]
+
+
+def sharpest_link(trace: AttentionTrace, kind: str, layer: int, query: int) -> Prepared:
+    """":func:`linking_head`" for the cell of row ``query`` that one head of the layer weighs
+    most (leaving out the first key, where heads park their weight, when there are others)."""
+    n_keys = len(trace.axes(kind)[1])
+    rows = range(query, query + 1)
+    every = assemble(trace.blocks(kind, layer, None, rows), trace.n_heads, rows, n_keys,
+                     range(n_keys))[:, 0, :].astype(np.float64)
+    rest = every.copy()
+    rest[:, 0] = -1.0
+    if n_keys > 2 and rest.max() > 0:  # a causal first row sees the first key only
+        every = rest
+    key = int(np.unravel_index(int(np.argmax(every)), every.shape)[1])
+    return linking_head(trace, kind, layer, query, key)
 
 
 def softmax_first(scores) -> Prepared:
@@ -149,7 +191,7 @@ def forbidden_cells(trace: AttentionTrace, kind: str, layer: int = 0) -> Prepare
     return Prepared(
         "number",
         _("The {kind} attention of this text is {rows} × {cols} cells. How many of them does "
-          "the mask forbid?").format(kind=kind, rows=rows, cols=cols),
+          "the mask forbid?").format(kind=kind_name(kind), rows=rows, cols=cols),
         truth={"answer": rows * cols - allowed, "absolute": 0})
 
 

@@ -80,3 +80,36 @@ def test_repeated_tokens_stay_distinct_options_and_long_rows_are_windowed(seed_t
     window = q._window(1000, 990)
     assert len(window) == q.MAX_OPTIONS and window.stop == 1000
     assert q._window(5, 3) == range(5)
+
+
+def test_the_average_of_heads_is_the_mean_of_torchs_rows(seed_trace):
+    kind = "decoder.cross"
+    query = 2
+    mean = np.mean([_torch_weights(seed_trace, kind, 3, head)[query] for head in range(8)],
+                   axis=0)
+    asked = q.most_attended(seed_trace, kind, 3, None, query)
+    assert asked.truth["answer"] == int(np.argmax(mean))
+    np.testing.assert_allclose(asked.truth["weights"], mean, atol=2e-6)
+    assert "average" in asked.prompt
+
+
+def test_a_heatmap_offers_one_question_per_row_shown(seed_trace):
+    kind = "encoder.self"
+    n = len(seed_trace.axes(kind)[0])
+    asked = q.row_questions(seed_trace, kind, 1, 2, range(1, n + 5))  # clipped to the rows
+    assert [one.truth["query"] for one in asked] == list(range(1, n))
+    for one in asked:
+        row = _torch_weights(seed_trace, kind, 1, 2)[one.truth["query"]]
+        assert one.truth["answer"] == int(np.argmax(row))
+
+
+def test_the_sharpest_link_is_the_cell_one_head_weighs_most_past_the_first_key(seed_trace):
+    kind, layer, query = "encoder.self", 4, 3
+    heads = np.stack([_torch_weights(seed_trace, kind, layer, head)[query] for head in range(8)])
+    heads[:, 0] = -1
+    key = int(np.unravel_index(int(np.argmax(heads)), heads.shape)[1])
+    asked = q.sharpest_link(seed_trace, kind, layer, query)
+    assert asked.truth["key"] == key and asked.truth["query"] == query
+    # a causal first row sees only the first key: the link asked about is that one
+    first = q.sharpest_link(seed_trace, "decoder.self", 0, 0)
+    assert first.truth["key"] == 0

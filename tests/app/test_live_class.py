@@ -1,0 +1,103 @@
+"""A live class through the pages under AppTest: the teacher opens a class in presentation mode
+and asks a question Explore prepared from its trace, students join on the join page and tap,
+and the reveal draws the class's votes over the head's real weights. Every count is checked
+against the database's own rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app_pages.live.store import Store
+from tests.helpers import app_test, figures
+
+
+@pytest.fixture
+def class_db(tmp_path, monkeypatch):
+    """A fresh class database for the app's sessions (the app keeps one per process)."""
+    from app_pages.frame import live
+
+    url = f"sqlite:///{tmp_path / 'classes.sqlite'}"
+    monkeypatch.setenv("ATTENTION_EXPLORER_DATABASE_URL", url)
+    live.store.clear()
+    yield Store(url)
+    live.store.clear()
+
+
+def _button(at, label: str):
+    return next(button for button in at.button if button.label == label)
+
+
+def _teacher_on_explore():
+    at = app_test("explore", present=True, lang="en")
+    _button(at, "Start a class").click().run()
+    assert not at.exception
+    return at
+
+
+def test_a_teacher_asks_explores_question_and_students_answers_are_the_stored_rows(class_db):
+    from app_pages.frame.live import TEACHER
+
+    at = _teacher_on_explore()
+    key = at.session_state[TEACHER]
+    status = class_db.status(key)
+    assert status["students"] == 0 and status["question"] is None
+    code = status["code"]
+    # the banner says how to join: the code and a join link
+    assert any(code in block.value for block in at.markdown)
+    assert any(f"/join?code={code}" in block.value for block in at.code)
+
+    prompts = at.selectbox(key="explore_question")
+    assert "attend to most" in prompts.options[0]
+    _button(at, "Ask").click().run()
+    assert not at.exception
+    status = class_db.status(key)
+    question = class_db.results(key, status["question"]).question
+    assert question.kind == "choice" and question.prompt.startswith("Layer 0, head 0 (encoder self-attention)")
+
+    # three students join on the join page and tap
+    taps = [0, 1, 1]
+    for tap in taps:
+        student = app_test("join")
+        student.text_input[0].input(code)
+        next(b for b in student.button if b.label == "Join").click().run()
+        assert not student.exception
+        options = [b for b in student.button if b.key and b.key.startswith(f"q{question.id}_")]
+        assert len(options) == len(question.options)
+        options[tap].click().run()
+        assert not student.exception
+    results = class_db.results(key, question.id)
+    assert results.answered == 3 and results.votes[:2] == (1, 2)
+
+    at.run()  # the count on the teacher's page
+    assert any("3 of 3 answered" in block.value for block in at.markdown)
+    _button(at, "Reveal the model's answer").click().run()
+    assert not at.exception
+    bars = [figure for figure in figures(at)
+            if figure["data"] and figure["data"][0].get("type") == "bar"
+            and figure["data"][0].get("orientation") == "h"
+            and len(figure["data"]) == 2 and figure["data"][1].get("type") == "scatter"]
+    assert bars, "the reveal draws votes and weights"
+    votes, weights = bars[-1]["data"]
+    stored = class_db.results(key, question.id)
+    assert [c[0] for c in votes["customdata"]] == list(stored.votes)
+    np.testing.assert_allclose(weights["x"], stored.truth["weights"])
+    assert stored.question.revealed
+
+
+def test_a_student_link_cannot_reach_the_teachers_controls(class_db):
+    from app_pages.frame.live import TEACHER
+
+    opened = class_db.open_class()
+    student = app_test("join")
+    student.text_input[0].input(opened.code)
+    next(b for b in student.button if b.label == "Join").click().run()
+    labels = {button.label for button in student.button}
+    assert not labels & {"Ask", "Reveal the model's answer", "Close the class", "Start a class"}
+    assert TEACHER not in student.session_state
+    assert not student.sidebar.button and not student.sidebar.selectbox
+    # a wrong code is refused with a message
+    other = app_test("join")
+    other.text_input[0].input("XXXXXX")
+    next(b for b in other.button if b.label == "Join").click().run()
+    assert any("No class has the code" in error.value for error in other.error)
