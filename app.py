@@ -33,8 +33,8 @@ pages = [(spec, st.Page(spec.path, title=_(spec.title), icon=spec.icon, default=
 sections: dict[str, list] = {}
 for spec, page in pages:
     # the class's pages go under the last section, hidden: only their links open them
-    sections.setdefault(_(PAGES[-1].group if spec in HIDDEN_PAGES else spec.group),
-                        []).append(page)
+    group = PAGES[-1].group if spec in HIDDEN_PAGES else spec.group
+    sections.setdefault(_(group), []).append(page)
 current = st.navigation(sections, expanded=True)  # every lesson listed, not "View 10 more"
 spec = next(spec for spec, page in pages if page is current)
 links.restore_page(spec)

@@ -9,6 +9,7 @@ opens the ``class`` page and leaves the address bar at once, so a projector neve
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 import time
@@ -145,8 +146,8 @@ def join_card(db: Store, status: dict, big: bool = False) -> None:
     """How students join: the code, the link and its QR code."""
     link = _join_link(status["code"])
     qr, words = st.columns([1, 2] if big else [1, 3], vertical_alignment="center")
-    qr.html(f'<div role="img" aria-label="{_("QR code of the join link")}" '
-            f'style="max-width:{360 if big else 200}px">'
+    label = html.escape(_("QR code of the join link"), quote=True)
+    qr.html(f'<div role="img" aria-label="{label}" style="max-width:{360 if big else 200}px">'
             f'{qr_svg(link, scale=8)}</div>')
     with words:
         st.markdown(_("### Join: code **{code}**").format(code=status["code"]))
@@ -234,7 +235,7 @@ def live_question() -> None:
         st.warning(str(error))
         return
     question = results.question
-    st.markdown(f"**{_('Now asked')}:** " + literal(question.prompt))
+    st.markdown(_("**Now asked:** {prompt}").format(prompt=literal(question.prompt)))
     answered = _("{answered} of {students} answered").format(answered=results.answered,
                                                            students=status["students"])
     st.markdown(f'<p data-testid="class-count" style="font-size:1.6em;margin:0">'

@@ -9,7 +9,8 @@ import math
 import streamlit as st
 
 from app_pages.cache.getters import get_dot_products, get_trace, get_width_statistics
-from app_pages.frame import live, widgets
+from app_pages.frame import live as live_class
+from app_pages.frame import widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.controls import kind_selector
 from app_pages.frame.markdown import literal
@@ -147,6 +148,6 @@ if trace is not None:
                  "averaged over the rows (1 would be one-hot)."))
 
 if sat is not None:  # a live class: the two scores above, without and with the division
-    live.offer("scaling", lambda: questions.softmax_first(sat.scores),
-               lambda: questions.scaled_weight(sat.scores, d_k))
+    live_class.offer("scaling", lambda: questions.softmax_first(sat.scores),
+                     lambda: questions.scaled_weight(sat.scores, d_k))
 footer(PATH)

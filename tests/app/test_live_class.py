@@ -101,3 +101,33 @@ def test_a_student_link_cannot_reach_the_teachers_controls(class_db):
     other.text_input[0].input("XXXXXX")
     next(b for b in other.button if b.label == "Join").click().run()
     assert any("No class has the code" in error.value for error in other.error)
+
+
+# Each page that prepares questions, and the key its "Ask the class" box is drawn under.
+ASKING_PAGES = [("explore", "explore"), ("translate", "translate"), ("mask", "mask"),
+                ("lesson_see_it", "see_it"), ("lesson_generation", "generation"),
+                ("lesson_qkv", "qkv"), ("lesson_hand", "hand"), ("lesson_scaling", "scaling"),
+                ("lesson_multihead", "multihead")]
+
+
+@pytest.mark.parametrize(("page", "key"), ASKING_PAGES, ids=[page for page, _key in ASKING_PAGES])
+def test_every_asking_page_prepares_a_question_from_what_it_shows(class_db, page, key):
+    from app_pages.frame.live import TEACHER
+
+    opened = class_db.open_class()
+    at = app_test(page, **{TEACHER: opened.teacher_key})
+    assert not at.exception
+    offered = at.selectbox(key=f"{key}_question")
+    assert offered.options, f"{page} offers no question"
+    next(button for button in at.button if button.key == f"{key}_ask").click().run()
+    assert not at.exception
+    asked = class_db.results(opened.teacher_key, class_db.status(opened.teacher_key)["question"])
+    assert asked.question.prompt == offered.options[0]
+    assert "answer" in asked.truth  # the model's answer, kept for the reveal
+    if asked.question.kind == "choice":
+        assert 0 <= int(asked.truth["answer"]) < len(asked.question.options)
+
+
+def test_pages_draw_no_class_box_without_a_class(class_db):
+    at = app_test("explore")
+    assert not [box for box in at.selectbox if box.key == "explore_question"]
