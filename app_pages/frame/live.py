@@ -9,7 +9,6 @@ opens the ``class`` page and leaves the address bar at once, so a projector neve
 
 from __future__ import annotations
 
-import html
 import logging
 import os
 import time
@@ -21,8 +20,8 @@ import i18n
 from app_pages.frame import links
 from app_pages.frame.charts import chart
 from app_pages.frame.markdown import literal
-from app_pages.frame.settings import presenting
-from app_pages.live.join import join_link, qr_svg, teacher_link
+from app_pages.frame.settings import choose_language, presenting
+from app_pages.live.join import join_link, qr_pixels, teacher_link
 from app_pages.live.store import ClassError, Results, Store
 from i18n import _
 from model.analysis.questions import Prepared, correct
@@ -146,11 +145,17 @@ def join_card(db: Store, status: dict, big: bool = False) -> None:
     """How students join: the code, the link and its QR code."""
     link = _join_link(status["code"])
     qr, words = st.columns([1, 2] if big else [1, 3], vertical_alignment="center")
-    label = html.escape(_("QR code of the join link"), quote=True)
-    qr.html(f'<div role="img" aria-label="{label}" style="max-width:{360 if big else 200}px">'
-            f'{qr_svg(link, scale=8)}</div>')
+    # a PNG at one image pixel per screen pixel, so that no scaling blurs the modules
+    # (Streamlit's HTML drops inline SVG)
+    pixels = qr_pixels(link, scale=8 if big else 5)
+    qr.image(pixels, width=pixels.shape[1], caption=_("QR code of the join link"))
     with words:
         st.markdown(_("### Join: code **{code}**").format(code=status["code"]))
+        if big:  # the code itself as large as the back of the room needs (its letters are
+            # the app's own alphabet: nothing to escape)
+            st.markdown(f'<p data-testid="class-code" style="font-size:120px;font-weight:700;'
+                        f'letter-spacing:0.12em;line-height:1.1;margin:0;font-family:monospace">'
+                        f'{status["code"]}</p>', unsafe_allow_html=True)
         st.markdown(_("Open the link or scan the code; {students} joined.").format(
             students=status["students"]))
         st.code(link, language=None, wrap_lines=True)
@@ -221,6 +226,7 @@ def offer(key: str, *builders: Callable[[], Prepared | Iterable[Prepared]]) -> N
 def live_question() -> None:
     """The class's current question: how many have answered (read every second), the reveal
     button, and after it the class's answers beside the model's."""
+    choose_language()  # a fragment's own rerun does not pass through app.py, which sets it
     teacher = teacher_key()
     db = opened_store() if teacher else None
     if db is None:

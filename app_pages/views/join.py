@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+import i18n
 from app_pages.frame import widgets
 from app_pages.frame.live import REFRESH_S, opened_store
 from app_pages.frame.markdown import literal
+from app_pages.frame.settings import choose_language
 from app_pages.live.store import ClassError, normalise_code
 from i18n import LANGUAGES, _
 from model.analysis.questions import correct
@@ -25,12 +27,26 @@ st.html("""<style>
 [data-testid="stToolbar"], [data-testid="stHeader"] { display: none; }
 .block-container { padding: 1rem 1rem 3rem; max-width: 40rem; }
 .stMainBlockContainer p, .stMainBlockContainer li { font-size: 20px; }
-.stButton button { min-height: 56px; font-size: 22px; width: 100%; }
+.stButton button, .stFormSubmitButton button { min-height: 56px; font-size: 22px; }
 [data-testid="stNumberInput"] input { font-size: 24px; min-height: 56px; }
 </style>""")
 
+
+
+def _keep_language() -> None:
+    """The language chosen here goes into the address too: a reload keeps it."""
+    st.query_params["lang"] = st.session_state["lang"]
+
+
+# The address's language wins over a remembered one (a phone reloading, or a tap on Join that
+# landed before the first run had drawn the language's buttons and reset them to English).
+linked = i18n.normalise(st.query_params.get("lang", ""))
+if linked is not None and linked != st.session_state.get("lang"):
+    st.session_state["lang"] = linked
+    choose_language()
 widgets.radio(_("Language"), list(LANGUAGES), key="lang", horizontal=True,
-              format_func=LANGUAGES.get, label_visibility="collapsed")
+              format_func=LANGUAGES.get, label_visibility="collapsed",
+              on_change=_keep_language)
 db = opened_store()
 if db is None:
     st.stop()
@@ -52,7 +68,7 @@ if STUDENT not in st.session_state:
                              max_chars=16, placeholder="ABC123")
         name = st.text_input(_("Your name (or leave it empty to stay anonymous)"),
                              max_chars=db.limits.name_chars)
-        joined = st.form_submit_button(_("Join"), type="primary")
+        joined = st.form_submit_button(_("Join"), type="primary", width="stretch")
     if joined:
         try:
             key = db.join(code, name, client=_client())
@@ -62,8 +78,7 @@ if STUDENT not in st.session_state:
             st.session_state[STUDENT] = key
             st.query_params.clear()
             st.query_params["student"] = key
-            if st.session_state.get("lang") == "zh":
-                st.query_params["lang"] = "zh"
+            st.query_params["lang"] = st.session_state["lang"]
             st.rerun()
     st.stop()
 
@@ -72,6 +87,7 @@ if STUDENT not in st.session_state:
 def question() -> None:
     """The class's current question, read every second; a tap answers (a later tap replaces
     the answer until the teacher reveals)."""
+    choose_language()  # a fragment's own rerun does not pass through app.py, which sets it
     key = st.session_state[STUDENT]
     try:
         current, mine = db.current(key)
@@ -100,12 +116,12 @@ def question() -> None:
             chosen = mine is not None and int(mine) == index
             st.button(("✓ " if chosen else "") + literal(option), key=f"q{current.id}_{index}",
                       type="primary" if chosen else "secondary", disabled=current.revealed,
-                      on_click=send, args=(index,))
+                      on_click=send, args=(index,), width="stretch")
         told = current.options[int(mine)] if mine is not None else None
     else:
         value = st.number_input(_("Your answer"), value=None, format="%.4f",
                                 key=f"q{current.id}_number", disabled=current.revealed)
-        if st.button(_("Send"), key=f"q{current.id}_send", type="primary",
+        if st.button(_("Send"), key=f"q{current.id}_send", type="primary", width="stretch",
                      disabled=current.revealed or value is None):
             send(value)
             current, mine = db.current(key)
