@@ -22,7 +22,7 @@ from app_pages.frame.charts import chart
 from app_pages.frame.markdown import literal
 from app_pages.frame.settings import choose_language, presenting
 from app_pages.live.join import join_link, qr_pixels, teacher_link
-from app_pages.live.store import ClassError, Results, Store
+from app_pages.live.store import ClassError, ClassLimits, Results, Store
 from i18n import _
 from model.analysis.questions import Prepared, correct
 from viz.live import numbers_figure, votes_figure
@@ -96,30 +96,31 @@ def sidebar_panel() -> None:
     key = teacher_key()
     if key is None and not presenting():
         return
-    with st.sidebar.expander(_("Live class"), icon=":material/groups:", expanded=key is None):
-        db = opened_store()
-        if db is None:
-            return
-        status = _status(db, key) if key else None
+    with st.sidebar.expander(_("Live class"), icon=":material/groups:", expanded=False):
+        # the database is opened only once a class is asked for: presenting alone never
+        # touches it
+        db = opened_store() if key else None
+        status = _status(db, key) if db is not None else None
         if status is None:
             st.caption(_("Students join from their phones with a code, answer the questions "
                          "you ask from the pages, and see the model's answer when you reveal "
                          "it."))
+            limits = ClassLimits.from_environ()
             hours = st.number_input(_("Lasts (hours)"), min_value=0.25,
-                                    max_value=float(db.limits.max_hours),
-                                    value=float(min(db.limits.hours, db.limits.max_hours)),
+                                    max_value=float(limits.max_hours),
+                                    value=float(min(limits.hours, limits.max_hours)),
                                     step=0.5, key="class_hours")
             if st.button(_("Start a class"), icon=":material/play_arrow:", key="class_start"):
+                db = opened_store()
                 try:
-                    st.session_state[TEACHER] = db.open_class(hours).teacher_key
+                    if db is not None:
+                        st.session_state[TEACHER] = db.open_class(hours).teacher_key
+                        st.rerun()
                 except ClassError as error:
                     st.error(str(error))
-                else:
-                    st.rerun()
             _loopback_warning()
             return
-        st.markdown(_("Code **{code}** · {students} joined").format(
-            code=status["code"], students=status["students"]))
+        st.markdown(_("Code **{code}**").format(code=status["code"]))
         if status["ended"]:
             st.info(_("This class is closed: it takes no more answers."))
         else:
@@ -156,9 +157,22 @@ def join_card(db: Store, status: dict, big: bool = False) -> None:
             st.markdown(f'<p data-testid="class-code" style="font-size:120px;font-weight:700;'
                         f'letter-spacing:0.12em;line-height:1.1;margin:0;font-family:monospace">'
                         f'{status["code"]}</p>', unsafe_allow_html=True)
-        st.markdown(_("Open the link or scan the code; {students} joined.").format(
-            students=status["students"]))
+        joined()
         st.code(link, language=None, wrap_lines=True)
+
+
+@st.fragment(run_every=REFRESH_S)
+def joined() -> None:
+    """How many students have joined, read every second."""
+    choose_language()  # a fragment's own rerun does not pass through app.py, which sets it
+    teacher = teacher_key()
+    db = opened_store() if teacher else None
+    try:
+        students = db.status(teacher)["students"] if db is not None else 0
+    except ClassError:
+        return
+    st.markdown(_("Open the link or scan the code; {students} joined.").format(
+        students=students))
 
 
 def banner() -> None:
@@ -171,8 +185,7 @@ def banner() -> None:
     status = _status(db, key) if db is not None else None
     if status is None or status["ended"]:
         return
-    with st.expander(_("Live class {code} · {students} joined").format(
-            code=status["code"], students=status["students"]),
+    with st.expander(_("Live class {code}").format(code=status["code"]),
             icon=":material/groups:", expanded=status["question"] is None):
         join_card(db, status)
 
@@ -246,17 +259,23 @@ def live_question() -> None:
                                                            students=status["students"])
     st.markdown(f'<p data-testid="class-count" style="font-size:1.6em;margin:0">'
                 f"{answered}</p>", unsafe_allow_html=True)
+    refused = st.session_state.pop("class_reveal_refused", None)
+    if refused:
+        st.error(refused)
     if not question.revealed:
-        if st.button(_("Reveal the model's answer"), icon=":material/visibility:",
-                     key="class_reveal", disabled=status["ended"]):
-            try:
-                results = db.reveal(teacher, question.id)
-            except ClassError as error:
-                st.error(str(error))
-                return
-        else:
-            return
+        # revealed in the button's callback, so that this run draws the reveal and no button
+        st.button(_("Reveal the model's answer"), icon=":material/visibility:",
+                  key="class_reveal", disabled=status["ended"], on_click=_reveal,
+                  args=(db, teacher, question.id))
+        return
     reveal(results)
+
+
+def _reveal(db: Store, teacher: str, question_id: int) -> None:
+    try:
+        db.reveal(teacher, question_id)
+    except ClassError as error:
+        st.session_state["class_reveal_refused"] = str(error)
 
 
 def reveal(results: Results) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import streamlit as st
 
 import i18n
-from app_pages.frame import widgets
 from app_pages.frame.live import REFRESH_S, opened_store
 from app_pages.frame.markdown import literal
 from app_pages.frame.settings import choose_language
@@ -33,20 +32,24 @@ st.html("""<style>
 
 
 
-def _keep_language() -> None:
-    """The language chosen here goes into the address too: a reload keeps it."""
+def _switch_language() -> None:
+    """The language chosen here, for this page and in its address (a reload keeps it)."""
+    st.session_state["lang"] = st.session_state[JOIN_LANGUAGE]
     st.query_params["lang"] = st.session_state["lang"]
 
 
-# The address's language wins over a remembered one (a phone reloading, or a tap on Join that
-# landed before the first run had drawn the language's buttons and reset them to English).
+# The language lives in session state under its own key, never a widget's: Streamlit dropped
+# the widget's value now and then between the page's runs (its question is read every
+# second), and a phone fell back to English mid-class. The address's language comes first (a
+# phone reloading the page).
+JOIN_LANGUAGE = "join_lang"
 linked = i18n.normalise(st.query_params.get("lang", ""))
 if linked is not None and linked != st.session_state.get("lang"):
     st.session_state["lang"] = linked
     choose_language()
-widgets.radio(_("Language"), list(LANGUAGES), key="lang", horizontal=True,
-              format_func=LANGUAGES.get, label_visibility="collapsed",
-              on_change=_keep_language)
+st.session_state[JOIN_LANGUAGE] = choose_language()
+st.radio(_("Language"), list(LANGUAGES), key=JOIN_LANGUAGE, horizontal=True,
+         format_func=LANGUAGES.get, label_visibility="collapsed", on_change=_switch_language)
 db = opened_store()
 if db is None:
     st.stop()
