@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 import streamlit as st
 
 import i18n
-from app_pages.frame import links
+from app_pages.frame import links, widgets
 from app_pages.frame.charts import chart
 from app_pages.frame.markdown import literal
 from app_pages.frame.settings import choose_language, presenting
@@ -30,6 +30,7 @@ from viz.live import numbers_figure, votes_figure
 log = logging.getLogger("attention_explorer")
 
 TEACHER = "class_teacher"  # session state: the key of the class this browser leads
+STUDENT = "class_student"  # session state: the key of the student this browser is (join.py)
 PUBLIC_URL = "ATTENTION_EXPLORER_PUBLIC_URL"  # the address students reach the server at
 REFRESH_S = 1.0  # the teacher's count and the student's question are read this often
 
@@ -219,8 +220,9 @@ def offer(key: str, *builders: Callable[[], Prepared | Iterable[Prepared]]) -> N
                 if question not in prepared:
                     prepared.append(question)
         if prepared:
-            picked = st.selectbox(_("Question"), range(len(prepared)), key=f"{key}_question",
-                                  format_func=lambda index: prepared[index].prompt)
+            picked = widgets.selectbox(_("Question"), range(len(prepared)),
+                                       key=f"{key}_question",
+                                       format_func=lambda index: prepared[index].prompt)
             picked = picked if picked is not None and 0 <= picked < len(prepared) else 0
             if st.button(_("Ask"), icon=":material/campaign:", key=f"{key}_ask",
                          type="primary"):

@@ -10,14 +10,12 @@ from __future__ import annotations
 import streamlit as st
 
 import i18n
-from app_pages.frame.live import REFRESH_S, opened_store
+from app_pages.frame.live import REFRESH_S, STUDENT, opened_store
 from app_pages.frame.markdown import literal
 from app_pages.frame.settings import choose_language
 from app_pages.live.store import ClassError, normalise_code
 from i18n import LANGUAGES, _
 from model.analysis.questions import correct
-
-STUDENT = "class_student"  # session state: this student's key
 
 # A phone's screen: no sidebar or toolbar, the question large, every option a full-width button
 # a thumb hits (at least 56 px high: WCAG's 44 px target, with room for a long token).

@@ -53,7 +53,8 @@ def test_a_teacher_asks_explores_question_and_students_answers_are_the_stored_ro
     assert not at.exception
     status = class_db.status(key)
     question = class_db.results(key, status["question"]).question
-    assert question.kind == "choice" and question.prompt.startswith("Layer 0, head 0 (encoder self-attention)")
+    assert question.kind == "choice"
+    assert question.prompt.startswith("Layer 0, head 0 (encoder self-attention)")
 
     # three students join on the join page and tap
     taps = [0, 1, 1]
@@ -131,3 +132,36 @@ def test_every_asking_page_prepares_a_question_from_what_it_shows(class_db, page
 def test_pages_draw_no_class_box_without_a_class(class_db):
     at = app_test("explore")
     assert not [box for box in at.selectbox if box.key == "explore_question"]
+
+
+def test_the_class_pages_survive_keys_and_choices_they_no_longer_hold(class_db):
+    from app_pages.frame.live import STUDENT, TEACHER
+
+    teacher = app_test("class", **{TEACHER: "not-a-key"})
+    assert not teacher.exception
+    # said once where it was found (the first page), then the key is forgotten
+    assert TEACHER not in teacher.session_state
+    assert any("No class is led from this browser" in info.value for info in teacher.info)
+    student = app_test("join", **{STUDENT: "not-a-key"})
+    assert not student.exception
+    assert any("join again" in info.value for info in student.info)
+    # a question chosen on a longer text: the box falls back to the first of this text's
+    opened = class_db.open_class()
+    at = app_test("explore", **{TEACHER: opened.teacher_key, "explore_question": 999})
+    assert not at.exception
+    assert at.selectbox(key="explore_question").index == 0
+
+
+def test_a_closed_class_refuses_a_student_with_a_message_and_its_teacher_still_exports(class_db):
+    from app_pages.frame.live import TEACHER
+
+    opened = class_db.open_class()
+    student = app_test("join")
+    student.text_input[0].input(opened.code)
+    next(b for b in student.button if b.label == "Join").click().run()
+    class_db.close(opened.teacher_key)
+    student.run()
+    assert any("This class is closed" in info.value for info in student.info)
+    teacher = app_test("explore", present=True, **{TEACHER: opened.teacher_key})
+    assert not teacher.exception
+    assert any(button.label == "Answers (CSV)" for button in teacher.get("download_button"))
