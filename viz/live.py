@@ -8,6 +8,7 @@ class's numbers as a histogram with the model's number as a line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -72,10 +73,12 @@ def numbers_figure(numbers: Sequence[float], answer: float, *, title: str = "") 
     fig = go.Figure(go.Histogram(x=numbers, marker_color=BAR_COLOR, name=_("the class"),
                                  hovertemplate=_("answers") + " %{y}<extra></extra>"))
     fig.add_vline(x=float(answer), line={"color": HIGHLIGHT_COLOR, "width": 4},
-                  annotation_text=_("the model: {value}").format(value=f"{answer:.4g}"),
+                  annotation_text=_("the model: {value}").format(value=f"{answer:.6g}"),
                   annotation_position="top")
     fig.update_layout(title=title, height=360, bargap=0.05, showlegend=False,
                       margin={"l": 60, "r": 40, "t": 80 if title else 40, "b": 50})
     fig.update_xaxes(title_text=_("the class's answers"), showgrid=True, gridcolor=GRID_COLOR)
-    fig.update_yaxes(title_text=_("students"), showgrid=True, gridcolor=GRID_COLOR)
+    # whole students on the axis: a step of at least 1 (a histogram of 30 numbers: ~6 ticks)
+    fig.update_yaxes(title_text=_("students"), showgrid=True, gridcolor=GRID_COLOR, tick0=0,
+                     dtick=max(1, math.ceil(len(numbers) / 6)))
     return themed(fig)

@@ -295,7 +295,7 @@ def reveal(results: Results) -> None:
         figure = numbers_figure(results.numbers, float(answer),
                                 title=_("The class's numbers and the model's"))
         right = sum(correct(truth, "number", value) for value in results.numbers)
-        told = f"{float(answer):.4g}"
+        told = f"{float(answer):.6g}"
     st.markdown(_("The model's answer: **{answer}** · {right} of {answered} right").format(
         answer=literal(told), right=right, answered=results.answered))
     chart(figure, key=f"class_reveal_{question.id}", name=("class", question.id))

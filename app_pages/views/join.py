@@ -120,18 +120,26 @@ def question() -> None:
                       on_click=send, args=(index,), width="stretch")
         told = current.options[int(mine)] if mine is not None else None
     else:
-        value = st.number_input(_("Your answer"), value=None, format="%.4f",
-                                key=f"q{current.id}_number", disabled=current.revealed)
-        if st.button(_("Send"), key=f"q{current.id}_send", type="primary", width="stretch",
-                     disabled=current.revealed or value is None):
-            send(value)
-            current, mine = db.current(key)
+        # a form: the number typed and the tap on Send arrive together (a box alone sends its
+        # number only when it loses the focus)
+        with st.form(f"q{current.id}_form", border=False):
+            value = st.number_input(_("Your answer"), value=None, format="%.4f",
+                                    key=f"q{current.id}_number", disabled=current.revealed)
+            sent = st.form_submit_button(_("Send"), type="primary", width="stretch",
+                                         disabled=current.revealed)
+        if sent:
+            if value is None:
+                refused = _("Type a number first.")
+            else:
+                send(value)
+                refused = st.session_state.pop("class_refused", None)
+                current, mine = db.current(key)
         told = f"{mine:.4g}" if mine is not None else None
     if refused:
         st.warning(refused)
     if truth is not None:
         right = truth.get("answer")
-        shown = current.options[int(right)] if current.kind == "choice" else f"{right:.4g}"
+        shown = current.options[int(right)] if current.kind == "choice" else f"{right:.6g}"
         hit = mine is not None and correct(truth, current.kind, mine)
         st.success(_("The model's answer: {answer}. {verdict}").format(
             answer=literal(shown), verdict=_("You had it.") if hit else (

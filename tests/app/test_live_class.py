@@ -165,3 +165,27 @@ def test_a_closed_class_refuses_a_student_with_a_message_and_its_teacher_still_e
     teacher = app_test("explore", present=True, **{TEACHER: opened.teacher_key})
     assert not teacher.exception
     assert any(button.label == "Answers (CSV)" for button in teacher.get("download_button"))
+
+
+def test_a_number_question_takes_a_typed_number_and_the_reveal_counts_it_right(class_db):
+    from app_pages.frame.live import TEACHER
+
+    opened = class_db.open_class()
+    at = app_test("lesson_scaling", **{TEACHER: opened.teacher_key})
+    assert at.selectbox(key="scaling_question").options[0].startswith("softmax([8, -3])")
+    next(button for button in at.button if button.key == "scaling_ask").click().run()
+    student = app_test("join")
+    student.text_input[0].input(opened.code)
+    next(b for b in student.button if b.label == "Join").click().run()
+    student.number_input[0].set_value(0.9999)
+    next(b for b in student.button if b.label == "Send").click().run()
+    assert not student.exception
+    question = class_db.status(opened.teacher_key)["question"]
+    results = class_db.reveal(opened.teacher_key, question)
+    assert results.numbers == (0.9999,)
+    # softmax([8, −3]) by torch, the seed's 1.000
+    import torch
+    expected = torch.softmax(torch.tensor([8.0, -3.0], dtype=torch.float64), 0)[0].item()
+    assert abs(results.truth["answer"] - expected) < 1e-6
+    student.run()
+    assert any("You had it." in block.value for block in student.success)
