@@ -51,8 +51,8 @@ st.html(f"<script>document.documentElement.lang = "
 STUDENT_PAGE = spec.url_path == "join"  # a student's phone: the question and nothing else
 if not STUDENT_PAGE:
     classroom()  # the stepping keys, and presentation mode's large text
-if spec.url_path == "class":
-    live.adopt_teacher_link()  # before the link panel rewrites the address without it
+# the teacher's private link: its key taken, the address left alone on that run (see there)
+quiet_address = spec.url_path == "class" and live.adopt_teacher_link()
 try:
     if STUDENT_PAGE:
         current.run()
@@ -63,7 +63,8 @@ try:
     # message instead of a chart, and Streamlit draws nothing after a stop), and again after
     # it, once its widgets have replaced any value out of range.
     link_slot = st.sidebar.empty()
-    links.panel(spec, link_slot, uploaded=st.session_state.get("upload") is not None)
+    if not quiet_address:
+        links.panel(spec, link_slot, uploaded=st.session_state.get("upload") is not None)
     links.notes()
     if spec.reads_text:
         inputs()
@@ -71,7 +72,8 @@ try:
         live.banner()  # how students join, while this browser leads a class
     current.run()
     page_downloads()
-    links.panel(spec, link_slot, uploaded=st.session_state.get("upload") is not None)
+    if not quiet_address:
+        links.panel(spec, link_slot, uploaded=st.session_state.get("upload") is not None)
 except Exception:  # Streamlit's own stop and rerun are BaseExceptions: they pass through
     if os.environ.get("ATTENTION_EXPLORER_DEBUG", "") not in ("", "0"):
         raise

@@ -73,7 +73,8 @@ def numbers_figure(numbers: Sequence[float], answer: float, *, title: str = "") 
     fig = go.Figure(go.Histogram(x=numbers, marker_color=BAR_COLOR, name=_("the class"),
                                  hovertemplate=_("answers") + " %{y}<extra></extra>"))
     fig.add_vline(x=float(answer), line={"color": HIGHLIGHT_COLOR, "width": 4},
-                  annotation_text=_("the model: {value}").format(value=f"{answer:.6g}"),
+                  annotation_text=_("the model: {value}").format(
+                      value=f"{int(answer):,}" if float(answer).is_integer() else f"{answer:.6g}"),
                   annotation_position="top")
     fig.update_layout(title=title, height=360, bargap=0.05, showlegend=False,
                       margin={"l": 60, "r": 40, "t": 80 if title else 40, "b": 50})

@@ -9,12 +9,14 @@ opens the ``class`` page and leaves the address bar at once, so a projector neve
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
 from collections.abc import Callable, Iterable
 
 import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
 
 import i18n
 from app_pages.frame import links, widgets
@@ -30,9 +32,19 @@ from viz.live import numbers_figure, votes_figure
 log = logging.getLogger("attention_explorer")
 
 TEACHER = "class_teacher"  # session state: the key of the class this browser leads
+ADOPTED = "class_teacher_link"  # the teacher link this session took its key from
 STUDENT = "class_student"  # session state: the key of the student this browser is (join.py)
 PUBLIC_URL = "ATTENTION_EXPLORER_PUBLIC_URL"  # the address students reach the server at
-REFRESH_S = 1.0  # the teacher's count and the student's question are read this often
+REFRESH_S = 1.0
+FORGET_TEACHER_JS = """<script>
+(() => {
+  const url = new URL(window.location.href);
+  if (url.searchParams.has('teacher')) {
+    url.searchParams.delete('teacher');
+    window.history.replaceState(window.history.state, '', url.toString());
+  }
+})();
+</script>"""  # the teacher's count and the student's question are read this often
 
 
 @st.cache_resource(show_spinner=False)
@@ -52,6 +64,24 @@ def opened_store() -> Store | None:
         return None
 
 
+def guarded(draw: Callable) -> Callable:
+    """``draw`` with the class database's trouble said on the page in one line (a refusal as
+    it is; a database that does not answer, logged): never a page's error, nor a fragment's
+    bare traceback (a fragment's rerun does not pass through app.py's handler)."""
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs):
+        try:
+            return draw(*args, **kwargs)
+        except ClassError as error:
+            st.warning(literal(str(error)), icon=":material/info:")
+        except SQLAlchemyError:
+            log.exception("the class database did not answer")
+            st.error(_("The class database did not answer: try again in a moment."),
+                     icon=":material/database:")
+        return None
+    return drawn
+
+
 def teacher_key() -> str | None:
     return st.session_state.get(TEACHER)
 
@@ -62,19 +92,28 @@ def app_root() -> str:
     return (os.environ.get(PUBLIC_URL, "").strip() or links.app_root()).rstrip("/")
 
 
-def adopt_teacher_link() -> None:
-    """On the class page, take the teacher's key from its private link into this session, and
-    out of the address bar (``links.panel`` writes the page's parameters without it)."""
+def adopt_teacher_link() -> bool:
+    """On the class page, take the teacher's key from its private link into this session and
+    out of the browser: True on the run that took it, which must leave the address alone.
+
+    Streamlit writes a new address as soon as a run changes the query parameters, before any
+    script the run draws has run, so the entry the link opened would stay in the history
+    (Back on the projector would show the key). This run therefore changes nothing: its script
+    rewrites the link's own entry in place, and installs the one-entry-per-page history, so
+    that the next run's address (without the key, :func:`links.panel`) replaces it."""
     key = st.query_params.get("teacher")
-    if key:
-        st.session_state[TEACHER] = str(key)[:64]
+    if not key or st.session_state.get(ADOPTED) == key:
+        return False
+    st.session_state[TEACHER] = st.session_state[ADOPTED] = str(key)[:64]
+    st.html(links.ONE_ENTRY_PER_PAGE + FORGET_TEACHER_JS, unsafe_allow_javascript=True)
+    return True
 
 
 def _status(db: Store, key: str) -> dict | None:
     try:
         return db.status(key)
     except ClassError as error:
-        st.warning(str(error), icon=":material/link_off:")
+        st.warning(literal(str(error)), icon=":material/link_off:")
         st.session_state.pop(TEACHER, None)
         return None
 
@@ -91,6 +130,7 @@ def _loopback_warning() -> None:
                      "proxy) for a class.").format(address=address))
 
 
+@guarded
 def sidebar_panel() -> None:
     """The sidebar's live class: start one (in presentation mode), or the class this browser
     leads: its code, the teacher's private link, close and export."""
@@ -106,8 +146,12 @@ def sidebar_panel() -> None:
             st.caption(_("Students join from their phones with a code, answer the questions "
                          "you ask from the pages, and see the model's answer when you reveal "
                          "it."))
-            limits = ClassLimits.from_environ()
-            hours = st.number_input(_("Lasts (hours)"), min_value=0.25,
+            try:
+                limits = ClassLimits.from_environ()
+            except ValueError as error:  # the operator's setting: said, not a broken page
+                st.error(literal(str(error)))
+                return
+            hours = st.number_input(_("Lasts (hours)"), min_value=min(0.25, limits.max_hours),
                                     max_value=float(limits.max_hours),
                                     value=float(min(limits.hours, limits.max_hours)),
                                     step=0.5, key="class_hours")
@@ -118,7 +162,7 @@ def sidebar_panel() -> None:
                         st.session_state[TEACHER] = db.open_class(hours).teacher_key
                         st.rerun()
                 except ClassError as error:
-                    st.error(str(error))
+                    st.error(literal(str(error)))
             _loopback_warning()
             return
         st.markdown(_("Code **{code}**").format(code=status["code"]))
@@ -163,6 +207,7 @@ def join_card(db: Store, status: dict, big: bool = False) -> None:
 
 
 @st.fragment(run_every=REFRESH_S)
+@guarded
 def joined() -> None:
     """How many students have joined, read every second."""
     choose_language()  # a fragment's own rerun does not pass through app.py, which sets it
@@ -176,6 +221,7 @@ def joined() -> None:
         students=students))
 
 
+@guarded
 def banner() -> None:
     """At the top of the teacher's page while a class is open: how to join, folded once a
     question has been asked."""
@@ -191,6 +237,7 @@ def banner() -> None:
         join_card(db, status)
 
 
+@guarded
 def offer(key: str, *builders: Callable[[], Prepared | Iterable[Prepared]]) -> None:
     """The page's questions for the class, while this browser leads one: choose, ask, and the
     class's answers live below. Each of ``builders`` makes a question, or several, from the
@@ -214,8 +261,8 @@ def offer(key: str, *builders: Callable[[], Prepared | Iterable[Prepared]]) -> N
         for build in builders:
             try:
                 made = build()
-            except ValueError:  # not for this text or model (no decoder, no such cell)
-                continue
+            except (ValueError, MemoryError, RuntimeError):  # not for this text or model (no
+                continue  # decoder, no such cell), or more than the machine holds
             for question in [made] if isinstance(made, Prepared) else made:
                 if question not in prepared:
                     prepared.append(question)
@@ -231,13 +278,14 @@ def offer(key: str, *builders: Callable[[], Prepared | Iterable[Prepared]]) -> N
                     db.ask(teacher, question.kind, question.prompt, question.options,
                            question.truth)
                 except ClassError as error:
-                    st.error(str(error))
+                    st.error(literal(str(error)))
         else:
             st.caption(_("This view has no question to ask for this text."))
         live_question()
 
 
 @st.fragment(run_every=REFRESH_S)
+@guarded
 def live_question() -> None:
     """The class's current question: how many have answered (read every second), the reveal
     button, and after it the class's answers beside the model's."""
@@ -253,7 +301,7 @@ def live_question() -> None:
             return
         results = db.results(teacher, status["question"])
     except ClassError as error:
-        st.warning(str(error))
+        st.warning(literal(str(error)))
         return
     question = results.question
     st.markdown(_("**Now asked:** {prompt}").format(prompt=literal(question.prompt)))
@@ -263,21 +311,30 @@ def live_question() -> None:
                 f"{answered}</p>", unsafe_allow_html=True)
     refused = st.session_state.pop("class_reveal_refused", None)
     if refused:
-        st.error(refused)
+        st.error(literal(refused))
     if not question.revealed:
         # revealed in the button's callback, so that this run draws the reveal and no button
         st.button(_("Reveal the model's answer"), icon=":material/visibility:",
-                  key="class_reveal", disabled=status["ended"], on_click=_reveal,
+                  key="class_reveal", on_click=_reveal,
                   args=(db, teacher, question.id))
         return
     reveal(results)
 
 
 def _reveal(db: Store, teacher: str, question_id: int) -> None:
+    choose_language()  # a callback runs before the run that sets it
     try:
         db.reveal(teacher, question_id)
-    except ClassError as error:
-        st.session_state["class_reveal_refused"] = str(error)
+    except (ClassError, SQLAlchemyError) as error:
+        st.session_state["class_reveal_refused"] = (
+            str(error) if isinstance(error, ClassError) else
+            _("The class database did not answer: try again in a moment."))
+
+
+def number_text(value: float) -> str:
+    """A number as a class reads it: a whole number in full (1,000,036 cells, not 1e+06), else
+    six significant digits."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:.6g}"
 
 
 def reveal(results: Results) -> None:
@@ -295,7 +352,7 @@ def reveal(results: Results) -> None:
         figure = numbers_figure(results.numbers, float(answer),
                                 title=_("The class's numbers and the model's"))
         right = sum(correct(truth, "number", value) for value in results.numbers)
-        told = f"{float(answer):.6g}"
+        told = number_text(float(answer))
     st.markdown(_("The model's answer: **{answer}** · {right} of {answered} right").format(
         answer=literal(told), right=right, answered=results.answered))
     chart(figure, key=f"class_reveal_{question.id}", name=("class", question.id))

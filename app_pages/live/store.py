@@ -503,6 +503,10 @@ class Store:
                 raise ClassError(_("This question is not one of this class's."))
             if question.revealed_at is not None:
                 raise ClassError(_("The answer has been revealed: no more answers."))
+            latest = db.execute(sa.select(sa.func.max(questions.c.id)).where(
+                questions.c.class_id == found.class_id)).scalar_one()
+            if latest != question.id:  # a tap sent just before the next question showed
+                raise ClassError(_("A new question has been asked: answer that one."))
             value = _valid_answer(question, value)
             # the answer rate, counted in the same transaction as the answer
             if now - found.window_start >= 60:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 import i18n
-from app_pages.frame.live import REFRESH_S, STUDENT, opened_store
+from app_pages.frame.live import REFRESH_S, STUDENT, guarded, number_text, opened_store
 from app_pages.frame.markdown import literal
 from app_pages.frame.settings import choose_language
 from app_pages.live.store import ClassError, normalise_code
@@ -56,10 +56,19 @@ if STUDENT not in st.session_state and st.query_params.get("student"):
     st.session_state[STUDENT] = str(st.query_params.get("student"))[:64]
 
 
+def _session_id() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    context = get_script_run_ctx()
+    return context.session_id if context is not None else "none"
+
+
 def _client() -> str:
     """Who is counted for wrong codes: the browser's address (a session alone is new on every
     reload)."""
-    return str(st.context.ip_address or "") or "unknown"
+    # behind a proxy that hides the address, each browser session counts alone (one shared
+    # "unknown" would let one student's typos lock the whole class out)
+    return str(st.context.ip_address or "") or f"session {_session_id()}"
 
 
 if STUDENT not in st.session_state:
@@ -74,7 +83,7 @@ if STUDENT not in st.session_state:
         try:
             key = db.join(code, name, client=_client())
         except ClassError as error:
-            st.error(str(error))
+            st.error(literal(str(error)))
         else:
             st.session_state[STUDENT] = key
             st.query_params.clear()
@@ -85,6 +94,7 @@ if STUDENT not in st.session_state:
 
 
 @st.fragment(run_every=REFRESH_S)
+@guarded
 def question() -> None:
     """The class's current question, read every second; a tap answers (a later tap replaces
     the answer until the teacher reveals)."""
@@ -93,7 +103,7 @@ def question() -> None:
     try:
         current, mine = db.current(key)
     except ClassError as error:
-        st.info(str(error), icon=":material/info:")
+        st.info(literal(str(error)), icon=":material/info:")
         if st.button(_("Join another class")):
             st.session_state.pop(STUDENT, None)
             st.query_params.clear()
@@ -106,6 +116,7 @@ def question() -> None:
     truth = current.truth if current.revealed else None
 
     def send(value: float) -> None:
+        choose_language()  # a callback runs before the run that sets it
         try:
             db.answer(key, current.id, value)
         except ClassError as error:
@@ -134,12 +145,12 @@ def question() -> None:
                 send(value)
                 refused = st.session_state.pop("class_refused", None)
                 current, mine = db.current(key)
-        told = f"{mine:.4g}" if mine is not None else None
+        told = number_text(mine) if mine is not None else None
     if refused:
-        st.warning(refused)
+        st.warning(literal(refused))
     if truth is not None:
         right = truth.get("answer")
-        shown = current.options[int(right)] if current.kind == "choice" else f"{right:.6g}"
+        shown = current.options[int(right)] if current.kind == "choice" else number_text(right)
         hit = mine is not None and correct(truth, current.kind, mine)
         st.success(_("The model's answer: {answer}. {verdict}").format(
             answer=literal(shown), verdict=_("You had it.") if hit else (

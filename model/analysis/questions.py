@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from i18n import _
+from model.analysis.cuts import query_rows, writes_words
 from model.meta import kind_name
 from model.reading.blocks import assemble, region
 from model.trace import AttentionTrace
 
 MAX_OPTIONS = 64  # a token question on a longer sentence asks about a window of it
+MAX_MASK_CELLS = 4096 * 4096  # the mask question reads the whole mask (n² booleans)
 
 
 @dataclass(frozen=True)
@@ -35,11 +37,12 @@ class Prepared:
     truth: dict[str, Any] = field(default_factory=dict)
 
 
-def token_options(tokens) -> tuple[str, ...]:
-    """The tokens as tap targets: a token that occurs twice is told apart by its position."""
+def token_options(tokens, first: int = 0) -> tuple[str, ...]:
+    """The tokens as tap targets: a token that occurs twice is told apart by its position
+    (``first``: the position of the first of ``tokens`` in the whole axis, as pages number)."""
     tokens = [str(token) for token in tokens]
     repeated = {token for token, count in Counter(tokens).items() if count > 1}
-    return tuple(f"{token} ({index})" if token in repeated else token
+    return tuple(f"{token} ({first + index})" if token in repeated else token
                  for index, token in enumerate(tokens))
 
 
@@ -49,41 +52,67 @@ def _window(n: int, centre: int) -> range:
     return range(start, min(n, start + MAX_OPTIONS))
 
 
-def _row(trace: AttentionTrace, kind: str, layer: int, head: int | None,
-         query: int) -> np.ndarray:
-    """One query's weights over every key: of one head, or (``head`` None) the heads' mean."""
+def _rows(trace: AttentionTrace, kind: str, layer: int, head: int | None,
+          rows: range) -> np.ndarray:
+    """``[row, key]`` weights of some query rows over every key, read at once: of one head, or
+    (``head`` None) the mean of the layer's heads (never the whole head: n² at a long input)."""
     n_keys = len(trace.axes(kind)[1])
-    rows = range(query, query + 1)  # that row only, not the whole head (n² at a long input)
     if head is not None:
-        return region(trace, kind, layer, head, rows, range(n_keys))[0].astype(np.float64)
+        return region(trace, kind, layer, head, rows, range(n_keys)).astype(np.float64)
     every = assemble(trace.blocks(kind, layer, None, rows), trace.n_heads, rows, n_keys,
-                     range(n_keys))[:, 0, :].astype(np.float64)
+                     range(n_keys)).astype(np.float64)
     return every.mean(axis=0)
+
+
+def _asker(trace: AttentionTrace, kind: str) -> list[str]:
+    """How each query row is named in a question: its token, or in the decoder of an
+    encoder-decoder the word it writes (as the pages name the rows)."""
+    return list(query_rows(trace, kind).labels)
+
+
+def _most_attended(trace: AttentionTrace, kind: str, layer: int, head: int | None, query: int,
+                   row: np.ndarray, askers: list[str]) -> Prepared:
+    keys = trace.axes(kind)[1]
+    # the options are the keys around the query's position, chosen without looking at the
+    # answer (a window centred on the answer would give it away: always the middle option)
+    centre = min(query, len(keys) - 1) if len(keys) > MAX_OPTIONS else 0
+    shown = _window(len(keys), centre)
+    answer = int(np.argmax(row))
+    if answer not in shown:
+        raise ValueError(_("the largest weight of this row lies outside the {count} keys a "
+                           "question offers").format(count=MAX_OPTIONS))
+    weights = row[shown.start:shown.stop]
+    writes = writes_words(trace, kind)
+    if head is not None:
+        prompt = (_("Layer {layer}, head {head} ({kind}): writing “{token}”, which token does "
+                    "the decoder attend to most?") if writes else
+                  _("Layer {layer}, head {head} ({kind}): which token does “{token}” attend "
+                    "to most?"))
+    else:
+        prompt = (_("Layer {layer}, the average of its heads ({kind}): writing “{token}”, "
+                    "which token does the decoder attend to most?") if writes else
+                  _("Layer {layer}, the average of its heads ({kind}): which token does "
+                    "“{token}” attend to most?"))
+    return Prepared(
+        "choice",
+        prompt.format(layer=layer, head=head, kind=kind_name(kind), token=askers[query]),
+        token_options(keys[shown.start:shown.stop], shown.start),
+        {"answer": answer - shown.start, "weights": [round(float(w), 6) for w in weights],
+         "kind": kind, "layer": layer, "head": head, "query": query,
+         "first_key": shown.start})
 
 
 def most_attended(trace: AttentionTrace, kind: str, layer: int, head: int | None,
                   query: int) -> Prepared:
     """"Which token does «query» attend to most?" in one head (``head`` None: the average of
     the layer's heads): tap a key token. The reveal draws the real weights of that row beside
-    the votes."""
-    queries, keys = trace.axes(kind)
+    the votes. A row whose largest weight lies outside the keys offered is refused."""
+    queries = trace.axes(kind)[0]
     if not 0 <= query < len(queries):
         raise ValueError(_("query {query} is not a position of the {count} queries").format(
             query=query, count=len(queries)))
-    row = _row(trace, kind, layer, head, query)
-    shown = _window(len(keys), int(np.argmax(row)))
-    weights = row[shown.start:shown.stop]
-    return Prepared(
-        "choice",
-        (_("Layer {layer}, head {head} ({kind}): which token does “{token}” attend to most?")
-         if head is not None else
-         _("Layer {layer}, the average of its heads ({kind}): which token does “{token}” "
-           "attend to most?")).format(layer=layer, head=head, kind=kind_name(kind),
-                                   token=queries[query]),
-        token_options(keys[shown.start:shown.stop]),
-        {"answer": int(np.argmax(weights)), "weights": [round(float(w), 6) for w in weights],
-         "kind": kind, "layer": layer, "head": head, "query": query,
-         "first_key": shown.start})
+    row = _rows(trace, kind, layer, head, range(query, query + 1))[0]
+    return _most_attended(trace, kind, layer, head, query, row, _asker(trace, kind))
 
 
 def linking_head(trace: AttentionTrace, kind: str, layer: int, query: int,
@@ -94,13 +123,16 @@ def linking_head(trace: AttentionTrace, kind: str, layer: int, query: int,
     if not (0 <= query < len(queries) and 0 <= key < len(keys)):
         raise ValueError(_("({query}, {key}) is not a cell of this attention").format(
             query=query, key=key))
+    if not 2 <= trace.n_heads <= MAX_OPTIONS:
+        raise ValueError(_("a question on heads needs 2 to {count} heads").format(
+            count=MAX_OPTIONS))
     rows = range(query, query + 1)  # one row of every head, not every head whole
     cell = assemble(trace.blocks(kind, layer, None, rows), trace.n_heads, rows, len(keys),
                     range(key, key + 1))[:, 0, 0].astype(float).tolist()
     return Prepared(
         "choice",
         _("Layer {layer} ({kind}): which head links “{query}” to “{key}” most?").format(
-            layer=layer, kind=kind_name(kind), query=queries[query], key=keys[key]),
+            layer=layer, kind=kind_name(kind), query=_asker(trace, kind)[query], key=keys[key]),
         tuple(_("head {head}").format(head=head) for head in range(trace.n_heads)),
         {"answer": int(np.argmax(cell)), "weights": [round(w, 6) for w in cell],
          "kind": kind, "layer": layer, "query": query, "key": key})
@@ -108,13 +140,21 @@ def linking_head(trace: AttentionTrace, kind: str, layer: int, query: int,
 
 def row_questions(trace: AttentionTrace, kind: str, layer: int, head: int | None,
                   rows: range | None = None) -> list[Prepared]:
-    """":func:`most_attended`" for each row of a heatmap (``rows``: those shown; at most
-    :data:`MAX_OPTIONS` of them), so that the teacher can ask about any row."""
+    """":func:`most_attended`" for each row of a heatmap (``rows``: those shown; the first
+    :data:`MAX_OPTIONS` of them), read in one pass, so that the teacher can ask about any of
+    them; a row whose answer lies outside the keys offered is left out."""
     n_queries = len(trace.axes(kind)[0])
     rows = range(n_queries) if rows is None else rows
-    rows = range(max(0, rows.start), min(n_queries, rows.stop))
-    return [most_attended(trace, kind, layer, head, query)
-            for query in list(rows)[:MAX_OPTIONS]]
+    rows = range(max(0, rows.start), min(n_queries, rows.stop, max(0, rows.start) + MAX_OPTIONS))
+    if not len(rows):
+        return []
+    weights, askers, asked = _rows(trace, kind, layer, head, rows), _asker(trace, kind), []
+    for row, query in zip(weights, rows):
+        try:
+            asked.append(_most_attended(trace, kind, layer, head, query, row, askers))
+        except ValueError:
+            continue
+    return asked
 
 
 def sharpest_link(trace: AttentionTrace, kind: str, layer: int, query: int) -> Prepared:
@@ -185,6 +225,10 @@ def kv_cache_megabytes(trace: AttentionTrace, bytes_per_value: int = 2) -> Prepa
 
 def forbidden_cells(trace: AttentionTrace, kind: str, layer: int = 0) -> Prepared:
     """"How many cells of this mask are forbidden?" counted in the trace's own mask."""
+    n_queries, n_keys = (len(axis) for axis in trace.axes(kind))
+    if n_queries * n_keys > MAX_MASK_CELLS:
+        raise ValueError(_("a question on the mask counts at most {count:,} cells").format(
+            count=MAX_MASK_CELLS))
     mask = np.asarray(trace.mask(kind, layer), dtype=bool)
     allowed = int(mask.sum())
     rows, cols = mask.shape

@@ -167,3 +167,36 @@ def test_three_phones_answer_and_the_projector_reveals_their_votes_over_the_weig
             assert not phones[1].get_by_test_id("stSidebar").is_visible()
         finally:
             browser.close()
+
+
+def test_the_teacher_link_leaves_neither_the_address_bar_nor_the_history_with_its_key(
+        tmp_path, monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    from tests.helpers import CHROMIUM_ARGS
+
+    database = f"sqlite:///{tmp_path / 'classes.sqlite'}"
+    monkeypatch.setenv("ATTENTION_EXPLORER_DATABASE_URL", database)
+    store = Store(database)
+    opened = store.open_class()
+    store.dispose()
+    with served_app() as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = watch_runs(browser.new_context(viewport=PROJECTOR).new_page())
+            page.goto(f"{url}/explore", wait_until="networkidle")
+            page.wait_for_selector(".js-plotly-plot", timeout=180_000)
+            settled(page)
+            page.goto(f"{url}/class?teacher={opened.teacher_key}&present=1&lang=zh")
+            page.get_by_test_id("class-code").wait_for(timeout=120_000)
+            assert page.get_by_test_id("class-code").inner_text() == opened.code
+            settled(page)
+            assert "teacher" not in page.url
+            visited = []
+            while page.evaluate("history.length") > 1 and not page.url.startswith(
+                    f"{url}/explore"):
+                page.go_back(wait_until="commit")
+                visited.append(page.url)
+            assert visited and all(opened.teacher_key not in seen for seen in visited), visited
+        finally:
+            browser.close()

@@ -110,6 +110,11 @@ def test_a_later_tap_replaces_the_answer(url):
     assert store.current(key)[1] == 1
     assert store.results(cls.teacher_key, question).votes == (0, 1)
     assert store.answered(cls.teacher_key, question) == 1
+    # once the next question is asked, a late tap on this one is refused, not counted
+    store.ask(cls.teacher_key, "number", "??")
+    with pytest.raises(ClassError, match="new question"):
+        store.answer(key, question, 0)
+    assert store.results(cls.teacher_key, question).votes == (0, 1)
 
 
 def test_a_restart_keeps_the_class_and_its_answers(url):

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from model.analysis import questions as q
+from model.analysis.cuts import query_rows
 
 
 def _torch_weights(trace, kind, layer, head):
@@ -29,7 +30,8 @@ def test_the_token_a_head_attends_to_most_is_the_argmax_of_its_real_row(seed_tra
             assert asked.kind == "choice" and len(asked.options) == len(keys)
             assert asked.truth["answer"] == int(np.argmax(row))
             np.testing.assert_allclose(asked.truth["weights"], row, atol=2e-6)
-            assert f"“{queries[query]}”" in asked.prompt
+            named = query_rows(seed_trace, kind).labels[query]  # as the page names the row
+            assert f"“{named}”" in asked.prompt
             json.dumps(asked.truth)  # stored as JSON
 
 
@@ -77,6 +79,7 @@ def test_forbidden_cells_are_the_upper_triangle_of_a_causal_mask(seed_trace):
 
 def test_repeated_tokens_stay_distinct_options_and_long_rows_are_windowed(seed_trace):
     assert q.token_options(["the", "cat", "the"]) == ("the (0)", "cat", "the (2)")
+    assert q.token_options(["the", "the"], first=40) == ("the (40)", "the (41)")
     window = q._window(1000, 990)
     assert len(window) == q.MAX_OPTIONS and window.stop == 1000
     assert q._window(5, 3) == range(5)
@@ -113,3 +116,23 @@ def test_the_sharpest_link_is_the_cell_one_head_weighs_most_past_the_first_key(s
     # a causal first row sees only the first key: the link asked about is that one
     first = q.sharpest_link(seed_trace, "decoder.self", 0, 0)
     assert first.truth["key"] == 0
+
+
+def test_on_a_long_text_the_options_do_not_depend_on_the_answer(own_random):
+    text = " ".join(f"w{i % 37}" for i in range(150))
+    trace = own_random.trace(text)
+    kind = "encoder.self"
+    n = len(trace.axes(kind)[1])
+    assert n > q.MAX_OPTIONS
+    asked = q.row_questions(trace, kind, 2, 1, range(60, 140))
+    assert 0 < len(asked) <= q.MAX_OPTIONS
+    weights = _torch_weights(trace, kind, 2, 1)
+    for one in asked:
+        query, first = one.truth["query"], one.truth["first_key"]
+        assert first == q._window(n, query).start  # where the query is, not where the answer
+        assert one.truth["answer"] + first == int(np.argmax(weights[query]))
+        assert len(one.options) == q.MAX_OPTIONS
+    assert len({one.truth["answer"] for one in asked}) > 1
+    # a row whose answer lies outside the keys offered is not asked
+    for query in set(range(60, 124)) - {one.truth["query"] for one in asked}:
+        assert int(np.argmax(weights[query])) not in q._window(n, query)
