@@ -18,6 +18,7 @@ from app_pages.frame.classroom import classroom
 from app_pages.frame.navigation import ALL_PAGES, HIDDEN_PAGES, PAGES
 from app_pages.frame.settings import choose_language, presenting
 from app_pages.frame.sidebar import inputs, sidebar
+from app_pages.live.join import CLASS_PATH, JOIN_PATH
 from i18n import _
 
 log = logging.getLogger("attention_explorer")
@@ -48,13 +49,13 @@ st.session_state[EXPORT_CONTEXT] = ()  # by each page, so no page names files af
 st.html(f"<script>document.documentElement.lang = "
         f"{'zh-CN' if i18n.language() == 'zh' else 'en'!r};</script>",
         unsafe_allow_javascript=True)
-STUDENT_PAGE = spec.url_path == "join"  # a student's phone: the question and nothing else
-if not STUDENT_PAGE:
+student_page = spec.url_path == JOIN_PATH  # a student's phone: the question, nothing else
+if not student_page:
     classroom()  # the stepping keys, and presentation mode's large text
 # the teacher's private link: its key taken, the address left alone on that run (see there)
-quiet_address = spec.url_path == "class" and live.adopt_teacher_link()
+quiet_address = spec.url_path == CLASS_PATH and live.adopt_teacher_link()
 try:
-    if STUDENT_PAGE:
+    if student_page:
         current.run()
         st.stop()
     sidebar(with_text=spec.reads_text)
@@ -68,7 +69,7 @@ try:
     links.notes()
     if spec.reads_text:
         inputs()
-    if spec.url_path != "class":
+    if spec.url_path != CLASS_PATH:
         live.banner()  # how students join, while this browser leads a class
     current.run()
     page_downloads()

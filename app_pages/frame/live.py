@@ -35,7 +35,8 @@ TEACHER = "class_teacher"  # session state: the key of the class this browser le
 ADOPTED = "class_teacher_link"  # the teacher link this session took its key from
 STUDENT = "class_student"  # session state: the key of the student this browser is (join.py)
 PUBLIC_URL = "ATTENTION_EXPLORER_PUBLIC_URL"  # the address students reach the server at
-REFRESH_S = 1.0
+REFRESH_S = 1.0  # the teacher's count and the student's question are read this often
+# the teacher link's history entry, rewritten without its key (adopt_teacher_link)
 FORGET_TEACHER_JS = """<script>
 (() => {
   const url = new URL(window.location.href);
@@ -44,7 +45,7 @@ FORGET_TEACHER_JS = """<script>
     window.history.replaceState(window.history.state, '', url.toString());
   }
 })();
-</script>"""  # the teacher's count and the student's question are read this often
+</script>"""
 
 
 @st.cache_resource(show_spinner=False)
@@ -109,17 +110,15 @@ def adopt_teacher_link() -> bool:
     return True
 
 
-def _status(db: Store, key: str) -> dict | None:
+def status_of(db: Store, key: str) -> dict | None:
+    """The class of the teacher's key, or None when it opens none (said, and the key
+    forgotten in this session)."""
     try:
         return db.status(key)
     except ClassError as error:
         st.warning(literal(str(error)), icon=":material/link_off:")
         st.session_state.pop(TEACHER, None)
         return None
-
-
-def _join_link(code: str) -> str:
-    return join_link(app_root(), code) + ("&lang=zh" if i18n.language() == "zh" else "")
 
 
 def _loopback_warning() -> None:
@@ -141,7 +140,7 @@ def sidebar_panel() -> None:
         # the database is opened only once a class is asked for: presenting alone never
         # touches it
         db = opened_store() if key else None
-        status = _status(db, key) if db is not None else None
+        status = status_of(db, key) if db is not None else None
         if status is None:
             st.caption(_("Students join from their phones with a code, answer the questions "
                          "you ask from the pages, and see the model's answer when you reveal "
@@ -189,7 +188,8 @@ def sidebar_panel() -> None:
 
 def join_card(db: Store, status: dict, big: bool = False) -> None:
     """How students join: the code, the link and its QR code."""
-    link = _join_link(status["code"])
+    link = join_link(app_root(), status["code"],
+                     lang="" if i18n.language() == i18n.DEFAULT else i18n.language())
     qr, words = st.columns([1, 2] if big else [1, 3], vertical_alignment="center")
     # a PNG at one image pixel per screen pixel, so that no scaling blurs the modules
     # (Streamlit's HTML drops inline SVG)
@@ -213,10 +213,7 @@ def joined() -> None:
     choose_language()  # a fragment's own rerun does not pass through app.py, which sets it
     teacher = teacher_key()
     db = opened_store() if teacher else None
-    try:
-        students = db.status(teacher)["students"] if db is not None else 0
-    except ClassError:
-        return
+    students = db.status(teacher)["students"] if db is not None else 0
     st.markdown(_("Open the link or scan the code; {students} joined.").format(
         students=students))
 
@@ -229,7 +226,7 @@ def banner() -> None:
     if key is None:
         return
     db = opened_store()
-    status = _status(db, key) if db is not None else None
+    status = status_of(db, key) if db is not None else None
     if status is None or status["ended"]:
         return
     with st.expander(_("Live class {code}").format(code=status["code"]),
@@ -270,7 +267,6 @@ def offer(key: str, *builders: Callable[[], Prepared | Iterable[Prepared]]) -> N
             picked = widgets.selectbox(_("Question"), range(len(prepared)),
                                        key=f"{key}_question",
                                        format_func=lambda index: prepared[index].prompt)
-            picked = picked if picked is not None and 0 <= picked < len(prepared) else 0
             if st.button(_("Ask"), icon=":material/campaign:", key=f"{key}_ask",
                          type="primary"):
                 question = prepared[picked]
@@ -294,15 +290,11 @@ def live_question() -> None:
     db = opened_store() if teacher else None
     if db is None:
         return
-    try:
-        status = db.status(teacher)
-        if status["question"] is None:
-            st.caption(_("No question asked yet."))
-            return
-        results = db.results(teacher, status["question"])
-    except ClassError as error:
-        st.warning(literal(str(error)))
+    status = db.status(teacher)
+    if status["question"] is None:
+        st.caption(_("No question asked yet."))
         return
+    results = db.results(teacher, status["question"])
     question = results.question
     st.markdown(_("**Now asked:** {prompt}").format(prompt=literal(question.prompt)))
     answered = _("{answered} of {students} answered").format(answered=results.answered,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app_pages.live.join import CLASS_PATH, JOIN_PATH
 from i18n import N_
 
 
@@ -142,8 +143,8 @@ LESSON_PAGES = tuple(page for page in PAGES if page.group == LESSONS)
 # one (its link holds the teacher's key).
 CLASS = N_("Live class")
 HIDDEN_PAGES = (
-    PageSpec(VIEWS + "join.py", "join", N_("Join a class"), "🙋", CLASS, reads_text=False),
-    PageSpec(VIEWS + "class_room.py", "class", N_("Live class"), "🧑‍🏫", CLASS,
+    PageSpec(VIEWS + "join.py", JOIN_PATH, N_("Join a class"), "🙋", CLASS, reads_text=False),
+    PageSpec(VIEWS + "class_room.py", CLASS_PATH, N_("Live class"), "🧑‍🏫", CLASS,
              reads_text=False),
 )
 ALL_PAGES = PAGES + HIDDEN_PAGES

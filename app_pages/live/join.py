@@ -17,9 +17,11 @@ JOIN_PATH = "join"  # the student's page (url_path)
 CLASS_PATH = "class"  # the teacher's page
 
 
-def join_link(base_url: str, code: str) -> str:
-    """The link a student opens: the join page with the class's code filled in."""
-    query = urllib.parse.urlencode({"code": normalise_code(code)})
+def join_link(base_url: str, code: str, lang: str = "") -> str:
+    """The link a student opens: the join page with the class's code filled in (and the
+    page's language, when one is given)."""
+    query = urllib.parse.urlencode({"code": normalise_code(code), **({"lang": lang} if lang
+                                                                     else {})})
     return f"{base_url.rstrip('/')}/{JOIN_PATH}?{query}"
 
 

@@ -319,8 +319,7 @@ class Store:
             row = self._teacher_class(db, teacher_key, usable=False)
             joined = db.execute(sa.select(sa.func.count()).select_from(students).where(
                 students.c.class_id == row.id)).scalar_one()
-            latest = db.execute(sa.select(sa.func.max(questions.c.id)).where(
-                questions.c.class_id == row.id)).scalar_one()
+            latest = _latest_question(db, row.id)
         return {"code": row.code, "expires_at": row.expires_at, "closed": row.closed_at is not None,
                 "ended": row.closed_at is not None or row.expires_at <= self.clock(),
                 "students": joined, "question": latest}
@@ -479,9 +478,9 @@ class Store:
         with self.engine.connect() as db:
             found = self._student(db, student_key)
             self._check_open(found)
-            question = db.execute(sa.select(questions).where(
-                questions.c.class_id == found.class_id)
-                .order_by(questions.c.id.desc()).limit(1)).first()
+            latest = _latest_question(db, found.class_id)
+            question = None if latest is None else db.execute(
+                sa.select(questions).where(questions.c.id == latest)).first()
             if question is None:
                 return None, None
             mine = db.execute(sa.select(answers.c.value).where(
@@ -503,9 +502,8 @@ class Store:
                 raise ClassError(_("This question is not one of this class's."))
             if question.revealed_at is not None:
                 raise ClassError(_("The answer has been revealed: no more answers."))
-            latest = db.execute(sa.select(sa.func.max(questions.c.id)).where(
-                questions.c.class_id == found.class_id)).scalar_one()
-            if latest != question.id:  # a tap sent just before the next question showed
+            # a tap sent just before the next question showed
+            if _latest_question(db, found.class_id) != question.id:
                 raise ClassError(_("A new question has been asked: answer that one."))
             value = _valid_answer(question, value)
             # the answer rate, counted in the same transaction as the answer
@@ -521,6 +519,12 @@ class Store:
             db.execute(insert.on_conflict_do_update(
                 index_elements=["question_id", "student_id"],
                 set_={"value": value, "answered_at": now}))
+
+
+def _latest_question(db, class_id: int) -> int | None:
+    """The id of the class's current question: the latest asked (None before the first)."""
+    return db.execute(sa.select(sa.func.max(questions.c.id)).where(
+        questions.c.class_id == class_id)).scalar_one()
 
 
 def _upsert(dialect: str):

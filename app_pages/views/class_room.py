@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.frame.live import join_card, live_question, opened_store, teacher_key
-from app_pages.live.store import ClassError
+from app_pages.frame.live import join_card, live_question, opened_store, status_of, teacher_key
 from i18n import _
 
 st.title(_("Live class"))
@@ -20,10 +19,8 @@ if key is None:
     st.info(_("No class is led from this browser. Start one in the sidebar's “Live class” "
               "(in presentation mode), or open your private teacher link."))
     st.stop()
-try:
-    status = db.status(key)
-except ClassError as error:
-    st.warning(str(error))
+status = status_of(db, key)  # a key that opens no class: said, and forgotten
+if status is None:
     st.stop()
 if status["ended"]:
     st.info(_("This class is closed: it takes no more answers. Its answers can still be "

@@ -8,6 +8,7 @@ only this student's class, its current question and this student's own answer.""
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import i18n
 from app_pages.frame.live import REFRESH_S, STUDENT, guarded, number_text, opened_store
@@ -29,7 +30,6 @@ st.html("""<style>
 </style>""")
 
 
-
 def _switch_language() -> None:
     """The language chosen here, for this page and in its address (a reload keeps it)."""
     st.session_state["lang"] = st.session_state[JOIN_LANGUAGE]
@@ -42,9 +42,8 @@ def _switch_language() -> None:
 # phone reloading the page).
 JOIN_LANGUAGE = "join_lang"
 linked = i18n.normalise(st.query_params.get("lang", ""))
-if linked is not None and linked != st.session_state.get("lang"):
+if linked is not None:
     st.session_state["lang"] = linked
-    choose_language()
 st.session_state[JOIN_LANGUAGE] = choose_language()
 st.radio(_("Language"), list(LANGUAGES), key=JOIN_LANGUAGE, horizontal=True,
          format_func=LANGUAGES.get, label_visibility="collapsed", on_change=_switch_language)
@@ -57,8 +56,6 @@ if STUDENT not in st.session_state and st.query_params.get("student"):
 
 
 def _session_id() -> str:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
     context = get_script_run_ctx()
     return context.session_id if context is not None else "none"
 
