@@ -8,6 +8,7 @@ Per lesson: :mod:`.architecture` (§3.2–3.3, each Add & Norm's residual stream
 families), :mod:`.qkv` (§4.2 one token's query, keys and values), :mod:`.hand` (§4.3 attention
 by hand), :mod:`.scaling` (§4.4 why divide by √d_k), :mod:`.multihead` (§4.6 one layer's heads
 from the split to W_O) and :mod:`.complexity` (§4.8 n²·d against n·d²).
+Also :mod:`.implementation` (§4.9: the lesson's listing, run line by line).
 Also :mod:`.company` (§3.1 the translation company: the encoder's notes and the decoder's look
 back at them) and :mod:`.kinds` (§4.7 the three kinds of attention, the table derived from a
 trace).

@@ -4,6 +4,7 @@ named as its page in :mod:`app_pages.lessons` and its numbers in :mod:`model.les
 Per lesson: :mod:`.architecture`, :mod:`.positions`, :mod:`.see_it`, :mod:`.generation`,
 :mod:`.families`, :mod:`.qkv`, :mod:`.hand`, :mod:`.scaling`, :mod:`.multihead` and
 :mod:`.complexity`; also :mod:`.company` (§3.1) and :mod:`.kinds` (§4.7).
+Also :mod:`.implementation` (§4.9: the listing's shapes and numbers as text).
 Shared: :mod:`.layout` (narrow charts' ticks, hover lines, the blocks' fills,
 arrows, a diverging range) and :mod:`.numbers` (how the lessons write numbers).
 """
