@@ -13,6 +13,12 @@ Also :mod:`.company` (§3.1 the translation company: the encoder's notes and the
 back at them) and :mod:`.kinds` (§4.7 the three kinds of attention, the table derived from a
 trace).
 
+Also :mod:`.masks` (§3.4 every mask: four masks on one head's scores, and a padded
+batch).
+
+Also :mod:`.troubles` (§3.8 the Transformer's own troubles: attention's time against n, the
+KV cache of MHA / GQA / MLA, reading past the training length, MoE's parameters).
+
 Shared: :mod:`.network` (the own network re-run with hooks, and the checks of a layer, head and
 kind) and :mod:`.typed` (numbers a person types, checked). This room may use :mod:`model.own`,
 never the Hugging Face room.
