@@ -22,7 +22,7 @@ import streamlit as st
 
 import model
 import viz
-from app_pages.cache.limits import Limits, check_request, memory_guard
+from app_pages.cache.limits import BudgetError, Limits, check_request, memory_guard
 from app_pages.cache.shared import SharedCache
 from app_pages.frame.errors import explained_errors
 from i18n import _, language
@@ -35,6 +35,7 @@ from model.device import dtype_name, resolve_device, resolve_dtype
 from model.lessons.scaling import dot_products, gradient_by_width, spread_by_width
 from model.policy import LoadPolicy
 from model.reading.blocks import LayerSummary, head_pooled, mean_pooled, region
+from viz.numbers import rough_size
 from viz.sizes import GRID_SIDE, TILE_SIDE
 
 
@@ -295,6 +296,30 @@ def get_width_statistics() -> tuple:
     """Lesson 4.4's seeded spread and softmax gradient at every width, computed once:
     ``(spreads, (gradient without ÷√d_k, with it))``."""
     return _readonly((spread_by_width(), gradient_by_width()))
+
+
+def get_loop_timing(device: str, rows: tuple[int, ...]):
+    """Lesson 4.5's loop over rows against one matrix product
+    (:func:`model.lessons.all_at_once.loop_and_product_times`), measured once per device and
+    lengths for every session; refused first when its n × n matrices exceed a request's memory,
+    and run in one of the server's slots, so that nothing else runs on the device meanwhile."""
+    from model.lessons.all_at_once import check_rows, timing_bytes
+
+    check_rows(rows)
+    needed, allowed = timing_bytes(max(rows)), limits().request_bytes
+    if needed > allowed:
+        raise BudgetError(_("timing {rows:,} rows needs about {needed}; this server allows "
+                            "{limit} per request. Choose fewer rows.").format(
+            rows=max(rows), needed=rough_size(needed), limit=rough_size(allowed)))
+    return _loop_timing(str(resolve_device(device)), tuple(sorted(set(rows))))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _loop_timing(device: str, rows: tuple[int, ...]):
+    from model.lessons.all_at_once import loop_and_product_times
+
+    with shared_cache().slot(), memory_guard(_("timing the loop and the product")):
+        return loop_and_product_times(rows, device)
 
 
 def get_head_stats(run, name: str) -> dict:

@@ -9,6 +9,8 @@ families), :mod:`.qkv` (§4.2 one token's query, keys and values), :mod:`.hand` 
 by hand), :mod:`.scaling` (§4.4 why divide by √d_k), :mod:`.multihead` (§4.6 one layer's heads
 from the split to W_O) and :mod:`.complexity` (§4.8 n²·d against n·d²).
 Also :mod:`.implementation` (§4.9: the lesson's listing, run line by line).
+Also :mod:`.average` (§4.1 a weighted average, and the head where it → cat) and
+:mod:`.all_at_once` (§4.5 every word at once: the loop against one product, timed).
 Also :mod:`.company` (§3.1 the translation company: the encoder's notes and the decoder's look
 back at them) and :mod:`.kinds` (§4.7 the three kinds of attention, the table derived from a
 trace).
