@@ -298,6 +298,53 @@ def get_width_statistics() -> tuple:
     return _readonly((spread_by_width(), gradient_by_width()))
 
 
+# --- lesson 3.8: the Transformer's own troubles, measured -------------------------------------
+
+# The most sentences of each length lesson 3.8 translates for one request.
+TROUBLES_MOST_SENTENCES = 100
+
+
+def get_attention_cost(device: str, largest: int):
+    """Lesson 3.8: one layer's attention timed at every length up to ``largest`` tokens on
+    ``device`` (:func:`model.lessons.troubles.time_attention`), measured once per device and
+    length, in a compute slot. A length whose explicit attention would need more memory than
+    one request may take is refused before anything runs (:class:`BudgetError`, naming the
+    limit)."""
+    from model.lessons.troubles import HEADS, attention_bytes, longest_length, time_attention
+
+    device = str(resolve_device(device))
+    limit = limits().request_bytes
+    needed = attention_bytes(largest)
+    if needed > limit:
+        raise BudgetError(_(
+            "n = {n:,} needs about {needed} for the explicit attention's n × n scores and "
+            "weights ({heads} heads, float32); on this server one request may take {limit} "
+            "(ATTENTION_EXPLORER_REQUEST_GB), so n goes up to {longest:,} here.").format(
+            n=largest, needed=rough_size(needed), heads=HEADS, limit=rough_size(limit),
+            longest=longest_length(limit)))
+    return memo(("troubles-attention", device, int(largest)), _("timing attention"),
+                lambda: time_attention(largest, device),
+                spinner=_("Timing attention at every length…"))
+
+
+def get_length_reading(device: str, per_length: int, seed: int):
+    """Lesson 3.8: own-translator on sentences of 1 to 6 clauses, ``per_length`` of each
+    (:func:`model.lessons.troubles.read_longer`), kept per device, count and seed; more than
+    :data:`TROUBLES_MOST_SENTENCES` of a length are refused."""
+    from model.lessons.troubles import read_longer
+
+    if not 1 <= per_length <= TROUBLES_MOST_SENTENCES:
+        raise BudgetError(_("this lesson translates 1 to {most} sentences of each length on "
+                            "this server, not {count:,}.").format(
+            most=TROUBLES_MOST_SENTENCES, count=per_length))
+    device = str(resolve_device(device))
+    translator = get_model("own-translator", device)
+    return memo(("troubles-length", device, int(per_length), int(seed)),
+                _("translating longer sentences"),
+                lambda: read_longer(translator, per_length=per_length, seed=seed),
+                spinner=_("Translating sentences of every length…"))
+
+
 def get_loop_timing(device: str, rows: tuple[int, ...]):
     """Lesson 4.5's loop over rows against one matrix product
     (:func:`model.lessons.all_at_once.loop_and_product_times`), measured once per device and
