@@ -98,29 +98,29 @@ CODE_COMMENTS = (
     N_("join the heads back: (B, h, L, 64) → (B, L, 512)"),
 )
 
-MASK = (("lesson_masks", N_("3.4: the causal mask (writing blindfolded)")),)
-HEADS = (("lesson_multihead", N_("4.6: h heads of d_k = d_model / h numbers")),)
+MASK = (("lesson_masks", N_("the causal mask (writing blindfolded)")),)
+HEADS = (("lesson_multihead", N_("h heads of d_k = d_model / h numbers")),)
 # Where a line of the listing is explained, by a piece of its code: (fragment, (url path of the
 # lesson, what it explains there)), in the order of the lesson's table of 4.9.
 SECTIONS = (
-    ("d_k = Q.size(-1)", (("lesson_hand", N_("4.3: d_k, the length of q and k")),)),
+    ("d_k = Q.size(-1)", (("lesson_hand", N_("d_k, the length of q and k")),)),
     ("torch.matmul(Q, K.transpose(-2, -1))",
-     (("lesson_hand", N_("4.3 Step 2: the scores")),
-      ("lesson_scaling", N_("4.4: ÷√d_k keeps softmax from saturating")))),
+     (("lesson_hand", N_("Step 2: the scores")),
+      ("lesson_scaling", N_("÷√d_k keeps softmax from saturating")))),
     ("if mask is not None", MASK),
     ("masked_fill", MASK),
-    ("F.softmax", (("lesson_hand", N_("4.3 Step 4: softmax, weights that sum to 1")),)),
-    ("torch.matmul(weights, V)", (("lesson_hand", N_("4.3 Step 5: the weighted sum")),)),
+    ("F.softmax", (("lesson_hand", N_("Step 4: softmax, weights that sum to 1")),)),
+    ("torch.matmul(weights, V)", (("lesson_hand", N_("Step 5: the weighted sum")),)),
     ("self.d_k = d_model // h", HEADS),
     ("self.h = h", HEADS),
     ("torch.nn.Linear(d_model, d_model)  # makes",
-     (("lesson_qkv", N_("4.2: W_Q, W_K and W_V make the queries, keys and values")),)),
-    ("self.W_O = ", (("lesson_multihead", N_("4.6: W_O mixes the heads")),)),
+     (("lesson_qkv", N_("W_Q, W_K and W_V make the queries, keys and values")),)),
+    ("self.W_O = ", (("lesson_multihead", N_("W_O mixes the heads")),)),
     (".view(B, -1, self.h, self.d_k).transpose(1, 2)",
-     (("lesson_multihead", N_("4.6: the split into heads")),)),
+     (("lesson_multihead", N_("the split into heads")),)),
     ("out.transpose(1, 2).contiguous()",
-     (("lesson_multihead", N_("4.6: the heads joined side by side")),)),
-    ("return self.W_O(out), w", (("lesson_multihead", N_("4.6: W_O after the concatenation")),)),
+     (("lesson_multihead", N_("the heads joined side by side")),)),
+    ("return self.W_O(out), w", (("lesson_multihead", N_("W_O after the concatenation")),)),
 )
 
 
