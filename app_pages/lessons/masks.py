@@ -42,14 +42,14 @@ MASK_TEXT = {
                N_("Each token sees itself and the tokens before it, never the ones after: the "
                   "writer's blindfold of §3.4 step 2a, so that in training a word cannot copy "
                   "the word it must predict.")),
-    "sliding": (N_("Sliding window"), N_("local attention, as in `Mistral`"),
-                N_("Causal, and only the {width} latest tokens, itself included: each row costs "
-                   "the same however long the text, and layers stacked on each other still "
-                   "reach further back.")),
-    "prefix": (N_("Prefix-LM"), N_("a prefix language model, as in T5's and `UniLM`'s"),
+    "sliding": (N_("Sliding window"), N_("local attention"),
+                N_("Causal, and only the {width} latest tokens, itself included, as in "
+                   "`Mistral`: each row costs the same however long the text, and layers "
+                   "stacked on each other still reach further back.")),
+    "prefix": (N_("Prefix-LM"), N_("a prefix language model"),
                N_("The first {prefix} tokens (the prompt, the text to continue) see each other "
                   "both ways; every token after them sees the prefix and the tokens before it, "
-                  "causally.")),
+                  "causally, as in T5's prefix language model and `UniLM`.")),
 }
 SECOND_SENTENCE = "The dog chased the cat because it was angry"
 PAD_DRAWN = 40  # the most tokens a side the padded batch's head is drawn with
@@ -167,11 +167,12 @@ else:
         n_k, m_k = batch.lengths[padded][1], batch.lengths[1 - padded][1]
         shapes = " · ".join(_(STACK_IDS[stack]).format(shape=shape)
                             for stack, shape in batch.shapes.items())
-        one, two, three = st.columns(3)
-        one.metric(_("The batch"), shapes)
-        two.metric(_("Largest weight on a padding key"), f"{batch.padded_weight:g}")
-        three.metric(_("Largest change from the sentence alone"),
-                     f"{max(batch.difference):.1e}")
+        st.markdown(_("**The batch:** {shapes}, on {device}.").format(
+            shapes=shapes, device=literal(batch.device)) + "\n\n"
+            + _("**Largest weight any query gives a padding key:** {weight:g}").format(
+                weight=batch.padded_weight) + "\n\n"
+            + _("**Largest change of a weight from the sentence run alone:** "
+                "{difference:.1e}").format(difference=max(batch.difference)))
         st.caption(_("Every attention weight of every layer and head: {compared:,} weights of "
                      "the first sentence and {other:,} of the second, each compared with its "
                      "own trace run alone.").format(compared=batch.compared[0],
@@ -191,8 +192,8 @@ else:
             chart(mask_steps(batch.scores[padded], batch.allowed[padded],
                              batch.weights[padded], q_tokens, k_tokens, special=special,
                              projector=presenting(),
-                             title=_("{sentence} in the batch · layer {layer} · head {head}")
-                             .format(sentence=which, layer=layer, head=head)),
+                             title=_("In the batch · layer {layer} · head {head}").format(
+                                 layer=layer, head=head)),
                   key="masks_padding", name=(name, f"layer {layer}", f"head {head}", "padding"))
             st.caption(_(
                 "{sentence} has {real} keys, padded with {pads} × `<pad>` to the batch's {total}. "

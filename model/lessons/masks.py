@@ -265,6 +265,7 @@ class PaddedBatch:
 
     Attributes:
         name, layer, head: the head shown.
+        device: where the batch ran.
         shapes: each stack's batch of ids, ``stack -> (2, L)``.
         lengths: each sentence's real ``(queries, keys)`` of kind ``name``.
         query_tokens, key_tokens: each sentence's axes in the batch, padded with ``<pad>``.
@@ -282,6 +283,7 @@ class PaddedBatch:
     name: str
     layer: int
     head: int
+    device: str
     shapes: dict[str, tuple[int, int]]
     lengths: list[tuple[int, int]]
     query_tokens: list[list[str]]
@@ -381,7 +383,7 @@ def padded_batch(loaded, traces: tuple[AttentionTrace, AttentionTrace], name: st
         return tokens + [PAD] * (batch[stack].shape[1] - len(tokens))
 
     return PaddedBatch(
-        name=name, layer=int(layer), head=head,
+        name=name, layer=int(layer), head=head, device=str(device),
         shapes={stack: tuple(int(n) for n in ids_.shape) for stack, ids_ in batch.items()},
         lengths=[(len(ids[q_stack][b]), len(ids[k_stack][b])) for b in range(len(traces))],
         query_tokens=[axis(trace, 0, q_stack) for trace in traces],

@@ -102,7 +102,7 @@ def mask_steps(scores, allowed, weights, query_labels: Sequence[str],
     domains = [fig.layout[f"xaxis{i if i > 1 else ''}"].domain for i in (1, 2, 3)]
 
     def foot_bar(domain, text: str) -> dict:  # a horizontal colour bar under a panel
-        return {"title": {"text": text, "side": "top"}, "orientation": "h",
+        return {"title": {"text": text, "side": "right"}, "orientation": "h",
                 "lenmode": "fraction", "len": domain[1] - domain[0],
                 "x": (domain[0] + domain[1]) / 2, "xanchor": "center", "y": 0,
                 "yref": "container", "yanchor": "bottom", "thickness": 10, "nticks": 4}
