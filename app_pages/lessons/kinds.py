@@ -29,11 +29,10 @@ ASKS = {"source": N_("each source word"), "target": N_("each word being written"
 DICTIONARY = {("source", False): N_("the source itself"),
               ("target", False): N_("what was written itself"),
               ("source", True): N_("the encoder's output")}
-ASKS_AXIS = {"source": N_("Q: source words (who asks)"),
-             "target": N_("Q: words being written (who asks)")}
+ASKS_AXIS = {"source": N_("Q: source words"), "target": N_("Q: words being written")}
 DICTIONARY_AXIS = {("source", False): N_("K/V: source words"),
                    ("target", False): N_("K/V: words written"),
-                   ("source", True): N_("K/V: the encoder's output")}
+                   ("source", True): N_("K/V: encoder output")}
 USED_FOR = {"encoder.self": N_("understanding the source"),
             "decoder.self": N_("modelling what was written so far"),
             "decoder.cross": N_("bringing the source into the writing")}
@@ -87,7 +86,6 @@ for column, view in zip(st.columns(3), views):
         chart(kind_panel(view.weights, view.query_labels, view.key_labels,
                          allowed=view.allowed, asks=_(ASKS_AXIS[view.query_axis]),
                          dictionary=_(DICTIONARY_AXIS[where]),
-                         title=_("layer {layer} · head {head}").format(layer=layer, head=head),
                          query_hover=view.query_hover, special=view.special),
               key=f"kd_{view.name}", share=1 / 3,
               name=(view.name, f"layer {layer}", f"head {head}"))
@@ -107,7 +105,7 @@ st.caption(_("Who asks and whose dictionary come from the run's token axes; the 
 st.markdown(_(
     "**Cross-attention is the subtlest design here.** It splits *understanding* and "
     "*generating* into two separate stages joined by one attention layer. That pattern "
-    "became the general interface for **conditioning**: Stable Diffusion brings in the text "
+    "became the general interface for **conditioning**: `Stable Diffusion` brings in the text "
     "prompt with it, multimodal models bring in image features. Whenever B is generated "
     "given A, cross-attention can do it."))
 footer(PATH)

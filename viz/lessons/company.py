@@ -46,8 +46,9 @@ def company_figure(source_words: Sequence[str], written: Sequence[str], cross, d
 
     Returns:
         a figure whose traces named ``"cross"`` are the ``S`` edges from the notes to the word
-        written at ``step``, in source order, each with its weight as ``customdata``; traces
-        ``"discussion"``, ``"words"``, ``"notes"`` and ``"written"`` draw the rest.
+        written at ``step``, in source order, each with its weight as ``customdata`` (also
+        written beside each note); traces ``"discussion"``, ``"words"``, ``"notes"`` and
+        ``"written"`` draw the rest.
     """
     cross = np.asarray(cross, dtype=float)
     discussion = np.asarray(discussion, dtype=float)
@@ -79,13 +80,6 @@ def company_figure(source_words: Sequence[str], written: Sequence[str], cross, d
             customdata=[w, w], showlegend=False,
             hovertemplate=_("“{written}” read the note of “{word}”: %{{customdata:.3f}}").format(
                 written=wrote[step], word=words[note]) + EXTRA))
-    shown = [n for n in range(n_s) if row[n] >= 0.05]
-    fig.add_trace(go.Scatter(  # the weights written on the strongest lines
-        x=[X_NOTES + 0.3] * len(shown),
-        y=[y_s[n] + 0.3 * (y_t[step] - y_s[n]) for n in shown], mode="text", name="weights",
-        text=[f"{row[n]:.2f}" for n in shown], textfont={"size": font_size,
-                                                         "color": HIGHLIGHT_COLOR},
-        hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(
         x=[X_WORDS] * n_s, y=y_s, mode="markers+text", name="words", text=words,
         textposition="middle left", textfont={"size": font_size},
@@ -93,8 +87,9 @@ def company_figure(source_words: Sequence[str], written: Sequence[str], cross, d
         hovertemplate="%{text}" + EXTRA, showlegend=False))
     fig.add_trace(go.Scatter(
         x=[X_NOTES] * n_s, y=y_s, mode="markers+text", name="notes",
-        text=[_("note {i}").format(i=i) for i in range(n_s)], textposition="middle right",
-        textfont={"size": font_size * 0.85, "color": SPECIAL_TOKEN_COLOR},
+        text=[_("note {i}: {weight:.2f}").format(i=i, weight=row[i]) for i in range(n_s)],
+        textposition="top left",
+        textfont={"size": font_size, "color": SPECIAL_TOKEN_COLOR},
         marker={"size": font_size * 1.4, "symbol": "square", "color": FILLS["attention"],
                 "line": {"width": [3 if n == top else 1 for n in range(n_s)],
                          "color": [HIGHLIGHT_COLOR if n == top else "#555555"
@@ -111,11 +106,12 @@ def company_figure(source_words: Sequence[str], written: Sequence[str], cross, d
                                              for t in range(n_t)], "line": {"width": 1}},
         hovertemplate="%{text}" + EXTRA, showlegend=False))
     head = max(n_s, n_t) / 2 + 0.6
-    columns = ((X_WORDS, _("reading team: all {n} words at once").format(n=n_s)),
-               (X_NOTES, _("notes: {n} × {d}").format(n=n_s, d=d_model)),
-               (X_WRITER, _("writing team: one word a step")))
-    for x, text in columns:
-        fig.add_annotation(x=x, y=head, text=f"<b>{text}</b>", showarrow=False,
+    columns = ((X_WORDS, _("reading team (encoder)"),
+                _("all {n} words at once").format(n=n_s)),
+               (X_NOTES, _("notes (its output)"), _("{n} × {d}").format(n=n_s, d=d_model)),
+               (X_WRITER, _("writing team (decoder)"), _("one word a step")))
+    for x, name, detail in columns:
+        fig.add_annotation(x=x, y=head, text=f"<b>{name}</b><br>{detail}", showarrow=False,
                            yanchor="bottom", font={"size": font_size})
     pitch = 2.4 * font_size
     fig.update_layout(title=title, height=int(max(n_s, n_t) * pitch + 4 * font_size + 120),
@@ -123,6 +119,6 @@ def company_figure(source_words: Sequence[str], written: Sequence[str], cross, d
                       margin={"l": 10, "r": 10, "t": 60 if title else 20, "b": 10},
                       meta={"projector": font_size >= 18})
     fig.update_xaxes(range=[-0.75, 2.75], visible=False, fixedrange=True)
-    fig.update_yaxes(range=[-max(n_s, n_t) / 2 - 0.2, head + 1.2], visible=False,
+    fig.update_yaxes(range=[-max(n_s, n_t) / 2 - 0.2, head + 1.6], visible=False,
                      fixedrange=True)
     return themed(fig)

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from i18n import _
 from viz.heatmap import attention_heatmap
 from viz.labels import fit_ticks
 from viz.sizes import SCREEN_CHART_PX
@@ -20,7 +19,8 @@ def kind_panel(weights, query_labels: Sequence[str], key_labels: Sequence[str], 
                query_hover: Sequence[str] | None = None,
                special: tuple[Sequence[int], Sequence[int]] = ((), ())) -> go.Figure:
     """One kind's head for a column a third of the page wide: rows are who asks, columns whose
-    dictionary is read, masked cells grey, the colour bar under the keys.
+    dictionary is read, masked cells grey, without a colour bar (the app's 0–1 blues; a cell's
+    hover says its weight).
 
     Args:
         weights: ``[query, key]`` one head's weights.
@@ -41,10 +41,7 @@ def kind_panel(weights, query_labels: Sequence[str], key_labels: Sequence[str], 
     n_q = len(query_labels)
     fig.update_layout(
         height=max(380, 26 * n_q + 260),
-        margin={"l": 60, "r": 10, "t": 60 if title else 30, "b": 90},
-        coloraxis_colorbar={"title": {"text": _("weight"), "side": "top"},
-                            "orientation": "h", "lenmode": "fraction", "len": 1.0, "x": 0.5,
-                            "xanchor": "center", "y": 0, "yref": "container",
-                            "yanchor": "bottom", "thickness": 10})
+        margin={"l": 60, "r": 10, "t": 60 if title else 30, "b": 60},
+        coloraxis_showscale=False)  # three panels share the app's 0–1 scale; hovers say it
     fit_ticks(fig, SCREEN_CHART_PX / 3)
     return fig
