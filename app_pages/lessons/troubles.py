@@ -36,7 +36,7 @@ from model.lessons.troubles import (
 )
 from viz.lessons.troubles import accuracy_by_length, attention_memory, attention_time, kv_cache
 from viz.lessons.troubles import moe_parameters as moe_figure
-from viz.numbers import byte_size, short_count, thousands
+from viz.numbers import byte_size, short_count, thousands, tiny
 
 PATH = script("lesson_troubles")
 CONTEXTS = tuple(2 ** k for k in range(10, 18))  # 1,024 .. 131,072 tokens
@@ -75,7 +75,7 @@ sidebar_spec, device = settings()
 st.header(_("1. O(n²): double the text, four times the work"))
 st.markdown(_("One layer's attention at the lesson's sizes ({heads} heads of d_head = {d_head}, "
               "float32, one sentence) for n tokens, timed on this device two ways: written "
-              "out, softmax(QKᵀ/√d)·V, which holds the n × n matrix of scores, and torch's "
+              "out, softmax(QKᵀ/√d)·V, which holds the n × n matrix of scores, and `torch`'s "
               "fused kernel, which computes the same numbers in blocks without keeping that "
               "matrix.").format(heads=HEADS, d_head=D_HEAD))
 largest = widgets.select_slider(_("longest n to time (tokens)"), LENGTHS, 2048, key="tr_n",
@@ -116,7 +116,7 @@ st.caption(_("Measured on {device}: the median of {repeats} runs after one warm-
              "the numbers above the explicit line are each time ÷ the time at half the n. "
              "Short lengths are dominated by fixed costs, so the ratio approaches 4 as n "
              "grows. The two methods' outputs agree to {error}.").format(
-    device=cost.device, repeats=cost.repeats, error=f"{cost.largest_error:.1e}"))
+    device=cost.device, repeats=cost.repeats, error=tiny(cost.largest_error)))
 if cost.stopped_at:
     st.info(_("Stopped before n = {n:,}: at n = {last:,} the explicit attention took {seconds:.2f} "
               "s a run, so the next length would take about {next:.1f} s, more than this "
@@ -138,7 +138,7 @@ st.markdown(_("**The remedies.** `FlashAttention` does not change the maths, onl
               "memory and never writes the n × n matrix to main memory, so the work is still "
               "n², but memory grows like n. **Sparse or sliding-window attention** changes "
               "the maths: each token reads only w neighbours (or a chosen few), n·w instead of "
-              "n² (the Causal mask page draws a sliding window)."))
+              "n² (the masks lesson of §3.4 draws a sliding window)."))
 
 # --- 2. the KV cache --------------------------------------------------------------------------
 st.header(_("2. The KV cache eats memory"))
@@ -174,7 +174,8 @@ table(pd.DataFrame({
     _("model"): [r.name for r in rows], _("attention"): [r.attention for r in rows],
     _("bytes per token"): [r.per_token for r in rows],
     _("bytes for {tokens:,} tokens").format(tokens=tokens): [r.total for r in rows],
-    _("config values"): [r.config for r in rows], _("source"): [r.source for r in rows]}),
+    _("config values"): [r.config for r in rows],
+    _("where published"): [r.source for r in rows]}),
     hide_index=True)
 st.markdown(_("**The formulas.** `MHA` and `GQA`: 2 (K and V) × layers × K/V heads × "
               "d_head × tokens × bytes. `MLA`: layers × (`kv_lora_rank` + `qk_rope_head_dim`) "

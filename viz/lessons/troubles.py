@@ -69,7 +69,7 @@ def attention_time(lengths, explicit_s, fused_s, *, title: str = "") -> go.Figur
         hovertemplate="n = %{x:,}<br>%{y:.4f} " + seconds + EXTRA))
     fig.add_trace(go.Scatter(
         x=lengths, y=fused, mode="lines+markers", meta="fused",
-        name=_("fused scaled_dot_product_attention"),
+        name=_("fused kernel (no n × n matrix kept)"),
         line={"color": RNN_CURVE_COLOR, "width": 3, "dash": "dash"},
         marker={"size": POINT_MARKER_SIZE + 4, "symbol": "square"},
         hovertemplate="n = %{x:,}<br>%{y:.4f} " + seconds + EXTRA))
