@@ -29,6 +29,7 @@ from model.lessons.masks import (
 from model.lessons.network import own_network
 from model.own.vocab import SPECIALS
 from viz.lessons.masks import mask_steps
+from viz.numbers import tiny
 
 PATH = script("lesson_masks")
 SOURCES = {"own": N_("the lesson's own model"), "sidebar": N_("the sidebar's model and text")}
@@ -122,16 +123,16 @@ for mask in MASKS:
     sums = largest_difference(result.weights.sum(axis=-1), 1.0)
     zeros = int((result.weights[~result.allowed] == 0).sum())
     note = (_("{seen} of {cells} query–key pairs allowed. Every row sums to 1 (within "
-              "{sums:.0e}); {zeros} of the {masked} forbidden cells are exactly 0.")
+              "{sums}); {zeros} of the {masked} forbidden cells are exactly 0.")
             if result.seen < n * n else
             _("All {cells} query–key pairs allowed: nothing is forbidden. Every row sums to 1 "
-              "(within {sums:.0e}).")).format(
-        seen=result.seen, cells=n * n, sums=max(sums, 1e-16), masked=n * n - result.seen,
+              "(within {sums}).")).format(
+        seen=result.seen, cells=n * n, sums=tiny(sums), masked=n * n - result.seen,
         zeros=zeros)
     if mask in matches and view.complete:
         note += " " + _("With this mask the softmax of the head's scores is the model's own "
-                        "weights: largest difference {difference:.1e}.").format(
-            difference=largest_difference(result.weights, view.own_weights))
+                        "weights: largest difference {difference}.").format(
+            difference=tiny(largest_difference(result.weights, view.own_weights)))
     st.caption(note)
 
 st.subheader(_("Padding: two sentences in one batch"))
@@ -172,7 +173,7 @@ else:
             + _("**Largest weight any query gives a padding key:** {weight:g}").format(
                 weight=batch.padded_weight) + "\n\n"
             + _("**Largest change of a weight from the sentence run alone:** "
-                "{difference:.1e}").format(difference=max(batch.difference)))
+                "{difference}").format(difference=tiny(max(batch.difference))))
         st.caption(_("Every attention weight of every layer and head: {compared:,} weights of "
                      "the first sentence and {other:,} of the second, each compared with its "
                      "own trace run alone.").format(compared=batch.compared[0],
