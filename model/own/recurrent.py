@@ -1,0 +1,301 @@
+"""The lesson's RNN half: recurrent encoder-decoders of our own, on the translator's corpus
+(seed 3.1, 3.6, 5.1).
+
+Three models share every module and size; they differ in their cell and in what the decoder
+reads from the source at each step:
+
+- ``own-rnn``: Elman's plain tanh RNN, the single vector (the "RNN" column of seed 5.1);
+- ``own-gru`` (Cho et al. 2014): a gated GRU, the **single vector**. The encoder's last hidden state is the
+  whole sentence's "note"; the decoder starts from it and reads the same vector at every step.
+  Nothing else of the source reaches it (the information bottleneck of seed 3.1).
+- ``own-bahdanau`` (Bahdanau et al. 2014, "attention's first form"): **additive attention**.
+  At every step the decoder scores each of the encoder's hidden states against its own previous
+  state, ``e_j = vᵀ tanh(W_s s_{t−1} + W_h h_j)``, turns the scores into weights with a softmax
+  (padding masked) and reads their weighted average ``c_t = Σ_j α_tj h_j``. The weights ``α``
+  are its alignment: row t is where the decoder looked while writing word t.
+
+All read one word per step, left to right, with a :class:`torch.nn.GRUCell` or
+:class:`torch.nn.RNNCell` (seed 3.6: serial, O(n) steps). Weights ship in ``weights/`` with a JSON card; :mod:`model.own.train_recurrent`
+reproduces them bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file
+from torch import nn
+
+from i18n import _
+from model.device import resolve_device
+from model.own.vocab import WordVocab, split_words
+from model.text import check_text
+
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+# The single-vector models (a plain tanh RNN, a GRU), then the GRU with additive attention.
+MODELS = ("own-rnn", "own-gru", "own-bahdanau")
+CELLS = {"rnn": nn.RNNCell, "gru": nn.GRUCell}
+
+
+def weights_path(name: str, folder: Path = WEIGHTS_DIR) -> Path:
+    """Where ``name``'s weights are kept (safetensors)."""
+    return folder / f"{name}.safetensors"
+
+
+def card_path(name: str, folder: Path = WEIGHTS_DIR) -> Path:
+    """Where ``name``'s card (config, vocabularies, training, held-out scores) is kept."""
+    return folder / f"{name}.json"
+
+
+@dataclass(frozen=True)
+class RecurrentConfig:
+    """Sizes of a GRU encoder-decoder.
+
+    Args:
+        src_vocab_size, tgt_vocab_size: vocabulary sizes (specials included).
+        d_embed: width of a word embedding.
+        d_hidden: width of the GRU's hidden state (the "note").
+        attention: additive attention (``own-bahdanau``) or the single vector (``own-gru``,
+            ``own-rnn``).
+        cell: ``"gru"`` (gated, Cho et al. 2014) or ``"rnn"`` (Elman's plain
+            ``h = tanh(W x + U h + b)``, the RNN of seed 5.1).
+        pad_id: the padding id of both vocabularies.
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_embed: int = 64
+    d_hidden: int = 128
+    attention: bool = False
+    cell: str = "gru"
+    pad_id: int = 0
+
+    def __post_init__(self):
+        if self.cell not in CELLS:
+            raise ValueError(f"cell must be one of {tuple(CELLS)}, not {self.cell!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class AdditiveAttention(nn.Module):
+    """Bahdanau's score ``vᵀ tanh(W_s s + W_h h_j)``, softmax over the source, weighted sum."""
+
+    def __init__(self, d_hidden: int):
+        super().__init__()
+        self.W_s = nn.Linear(d_hidden, d_hidden, bias=False)
+        self.W_h = nn.Linear(d_hidden, d_hidden, bias=True)
+        self.v = nn.Linear(d_hidden, 1, bias=False)
+
+    def forward(self, state: torch.Tensor, keys: torch.Tensor, annotations: torch.Tensor,
+                allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step's context and weights.
+
+        Args:
+            state: the decoder's previous state ``[batch, d_hidden]``.
+            keys: ``W_h h_j`` for every source position ``[batch, source, d_hidden]``.
+            annotations: the encoder's states ``h_j`` ``[batch, source, d_hidden]``.
+            allowed: ``[batch, source]``, False at padding.
+
+        Returns:
+            the context ``[batch, d_hidden]`` and the weights ``[batch, source]``.
+        """
+        scores = self.v(torch.tanh(self.W_s(state)[:, None] + keys))[..., 0]  # [batch, source]
+        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        return (weights[..., None] * annotations).sum(1), weights
+
+
+class RecurrentSeq2Seq(nn.Module):
+    """A GRU encoder and a GRU decoder, with or without additive attention."""
+
+    def __init__(self, cfg: RecurrentConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_embed, padding_idx=cfg.pad_id)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_embed, padding_idx=cfg.pad_id)
+        cell = CELLS[cfg.cell]
+        self.encoder = cell(cfg.d_embed, cfg.d_hidden)
+        self.decoder = cell(cfg.d_embed + cfg.d_hidden, cfg.d_hidden)
+        self.attention = AdditiveAttention(cfg.d_hidden) if cfg.attention else None
+        self.out = nn.Linear(2 * cfg.d_hidden + cfg.d_embed, cfg.tgt_vocab_size)
+
+    def encode_embedded(self, x: torch.Tensor, allowed: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Read embedded words one at a time, left to right (padding leaves the state alone).
+
+        Args:
+            x: ``[batch, source, d_embed]``.
+            allowed: ``[batch, source]``, False at padding.
+
+        Returns:
+            every step's state ``[batch, source, d_hidden]`` and the last real word's state
+            ``[batch, d_hidden]`` (the single vector).
+        """
+        h = x.new_zeros(x.shape[0], self.cfg.d_hidden)
+        states = []
+        for t in range(x.shape[1]):  # one word per step: the serial path of seed 3.6
+            h = torch.where(allowed[:, t, None], self.encoder(x[:, t], h), h)
+            states.append(h)
+        return torch.stack(states, dim=1), h
+
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``src`` ``[batch, source]`` → states, last state, and where words are (not padding)."""
+        allowed = src != self.cfg.pad_id  # [batch, source]
+        states, last = self.encode_embedded(self.src_embed(src), allowed)
+        return states, last, allowed
+
+    def decode(self, states: torch.Tensor, last: torch.Tensor, allowed: torch.Tensor,
+               tgt_in: torch.Tensor | None = None, max_len: int = 0, eos_id: int = -1,
+               bos_id: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Write the target one word per step, teacher-forced (``tgt_in``) or greedily.
+
+        Args:
+            states, last, allowed: from :meth:`encode`.
+            tgt_in: ``[batch, target]`` decoder inputs (``<bos>`` then the words), or None to
+                write greedily up to ``max_len`` words, stopping when every row wrote ``eos_id``.
+
+        Returns:
+            logits ``[batch, step, vocab]``, the ids written or fed ``[batch, step]`` (greedy:
+            the argmax of each step), and the attention ``[batch, step, source]`` (the single
+            vector's model: all zeros, it has none).
+        """
+        keys = self.attention.W_h(states) if self.attention is not None else None
+        state = last
+        batch = states.shape[0]
+        steps = tgt_in.shape[1] if tgt_in is not None else max_len
+        word = tgt_in[:, 0] if tgt_in is not None else \
+            torch.full((batch,), bos_id, dtype=torch.long, device=states.device)
+        logits, written, alignment = [], [], []
+        done = torch.zeros(batch, dtype=torch.bool, device=states.device)
+        for t in range(steps):
+            if self.attention is not None:
+                context, weights = self.attention(state, keys, states, allowed)
+            else:  # the single vector, read again at every step
+                context, weights = last, states.new_zeros(states.shape[:2])
+            embedded = self.tgt_embed(word)
+            state = self.decoder(torch.cat([embedded, context], -1), state)
+            step_logits = self.out(torch.cat([state, context, embedded], -1))  # [batch, vocab]
+            logits.append(step_logits)
+            alignment.append(weights)
+            if tgt_in is not None:
+                written.append(tgt_in[:, t])
+                if t + 1 < steps:
+                    word = tgt_in[:, t + 1]
+            else:
+                word = step_logits.argmax(-1)
+                written.append(word)
+                done = done | (word == eos_id)
+                if bool(done.all()):
+                    break
+        return torch.stack(logits, 1), torch.stack(written, 1), torch.stack(alignment, 1)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced logits ``[batch, target, vocab]`` for ``tgt_in`` ``[batch, target]``."""
+        states, last, allowed = self.encode(src)
+        return self.decode(states, last, allowed, tgt_in)[0]
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One sentence through a recurrent model.
+
+    Attributes:
+        source: the English words read.
+        target: the Chinese words written (without ``<eos>``).
+        alignment: ``[target word, source word]`` float32, row t the weights the decoder read
+            while writing word t (rows sum to 1); None for the single-vector model.
+    """
+
+    source: tuple[str, ...]
+    target: tuple[str, ...]
+    alignment: np.ndarray | None
+
+
+class RecurrentTranslator:
+    """A trained recurrent model with its vocabularies (one of :data:`MODELS`)."""
+
+    def __init__(self, name: str, network: RecurrentSeq2Seq, device: torch.device,
+                 src_vocab: WordVocab, tgt_vocab: WordVocab, card: dict | None = None):
+        self.name = name
+        self.network = network.to(device).eval()
+        self.device = device
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.card = card or {}
+
+    @classmethod
+    def from_files(cls, name: str, device: str = "auto",
+                   folder: Path = WEIGHTS_DIR) -> RecurrentTranslator:
+        """Load ``name`` (one of :data:`MODELS`) from its safetensors and card."""
+        if name not in MODELS:
+            raise ValueError(_("no recurrent model is named {name} (there are {names})").format(
+                name=name, names=", ".join(MODELS)))
+        weights, card = weights_path(name, folder), card_path(name, folder)
+        if not weights.exists() or not card.exists():
+            raise ValueError(_("{name} weights are missing ({file}); train them with "
+                               "`python -m model.own.train_recurrent`").format(name=name,
+                                                                              file=weights))
+        info = json.loads(card.read_text(encoding="utf-8"))
+        network = RecurrentSeq2Seq(RecurrentConfig(**info["config"]))
+        network.load_state_dict(load_file(str(weights)))
+        return cls(name, network, resolve_device(device), WordVocab(info["src_vocab"][4:]),
+                   WordVocab(info["tgt_vocab"][4:]), info)
+
+    @property
+    def has_attention(self) -> bool:
+        return self.network.attention is not None
+
+    def source_ids(self, text: str) -> list[int]:
+        """The ids of ``text``'s words (an unknown word raises, naming it)."""
+        check_text(text)
+        words = split_words(text)
+        if not words:
+            raise ValueError(_("the text holds no words"))
+        return self.src_vocab.encode(words)
+
+    @torch.inference_mode()
+    def translate_ids(self, src_ids: list[list[int]],
+                      max_len: int | None = None) -> list[list[int]]:
+        """Greedy-decode a batch of source id lists; target ids without ``<eos>``."""
+        pad = self.network.cfg.pad_id
+        width = max(len(s) for s in src_ids)
+        src = torch.full((len(src_ids), width), pad, dtype=torch.long)
+        for row, ids in enumerate(src_ids):
+            src[row, :len(ids)] = torch.tensor(ids)
+        states, last, allowed = self.network.encode(src.to(self.device))
+        eos = self.tgt_vocab.eos_id
+        _logits, written, _weights = self.network.decode(
+            states, last, allowed, max_len=max_len or 2 * width + 10, eos_id=eos,
+            bos_id=self.tgt_vocab.bos_id)
+        results = []
+        for row in written.tolist():  # [batch, step]
+            results.append(row[:row.index(eos)] if eos in row else row)
+        return results
+
+    @torch.inference_mode()
+    def translate(self, text: str, target: str | None = None) -> Translation:
+        """``text`` through the model: its greedy translation, or ``target`` teacher-forced,
+        with the alignment the decoder read (Bahdanau's model).
+
+        Raises:
+            ValueError: no words, or a word outside the vocabulary (named).
+        """
+        src_ids = self.source_ids(text)
+        src = torch.tensor([src_ids], device=self.device)  # [batch, source]
+        states, last, allowed = self.network.encode(src)
+        if target is None:
+            words = self.tgt_vocab.decode(self.translate_ids([src_ids])[0])
+        else:
+            check_text(target, _("the target"))
+            words = [w.lower() for w in split_words(target)]
+            self.tgt_vocab.encode(words)  # names an unknown word
+        tgt_in = torch.tensor([[self.tgt_vocab.bos_id, *self.tgt_vocab.encode(words)]],
+                              device=self.device)  # [batch, target + 1]: <bos> and the words
+        _logits, _fed, weights = self.network.decode(states, last, allowed, tgt_in)
+        alignment = weights[0, :len(words)].float().cpu().numpy() if self.has_attention \
+            else None  # step t reads word t and writes word t + 1: rows 0..T-1 write the words
+        return Translation(tuple(split_words(text)), tuple(words), alignment)
+
