@@ -5,9 +5,9 @@ Three models share every module and size; they differ in their cell and in what 
 reads from the source at each step:
 
 - ``own-rnn``: Elman's plain tanh RNN, the single vector (the "RNN" column of seed 5.1);
-- ``own-gru`` (Cho et al. 2014): a gated GRU, the **single vector**. The encoder's last hidden state is the
-  whole sentence's "note"; the decoder starts from it and reads the same vector at every step.
-  Nothing else of the source reaches it (the information bottleneck of seed 3.1).
+- ``own-gru`` (Cho et al. 2014): a gated GRU, the **single vector**. The encoder's last hidden
+  state is the whole sentence's "note"; the decoder starts from it and reads the same vector at
+  every step. Nothing else of the source reaches it (the information bottleneck of seed 3.1).
 - ``own-bahdanau`` (Bahdanau et al. 2014, "attention's first form"): **additive attention**.
   At every step the decoder scores each of the encoder's hidden states against its own previous
   state, ``e_j = vᵀ tanh(W_s s_{t−1} + W_h h_j)``, turns the scores into weights with a softmax
@@ -15,8 +15,8 @@ reads from the source at each step:
   are its alignment: row t is where the decoder looked while writing word t.
 
 All read one word per step, left to right, with a :class:`torch.nn.GRUCell` or
-:class:`torch.nn.RNNCell` (seed 3.6: serial, O(n) steps). Weights ship in ``weights/`` with a JSON card; :mod:`model.own.train_recurrent`
-reproduces them bit for bit.
+:class:`torch.nn.RNNCell` (seed 3.6: serial, O(n) steps). Weights ship in ``weights/`` with a
+JSON card; :mod:`model.own.train_recurrent` reproduces them bit for bit.
 """
 
 from __future__ import annotations
