@@ -24,7 +24,7 @@ from model.lessons.all_at_once import (
 from model.lessons.hand import SEED_DECIMALS, seed_inputs
 from viz.lessons.all_at_once import timing_chart, weight_matrix
 from viz.lessons.numbers import matrix_tex, vector
-from viz.numbers import number, thousands
+from viz.numbers import number, thousands, tiny
 
 PATH = script("lesson_all_at_once")
 ROUNDINGS = {"seed": N_("as the lesson writes them: every step rounded to 2 decimals"),
@@ -76,9 +76,9 @@ else:
              + matrix_tex(inputs.K.T) + r"\right)" + matrix_tex(inputs.V) + " = "
              + matrix_tex(found.product_output, 4))
     st.success(_("The product's rows are the loop's rows: with exact arithmetic they differ by "
-                 "{difference:.1e} (float64 rounding). Row 4, 它, is §4.3's result: {output} "
+                 "{difference} (float64 rounding). Row 4, 它, is §4.3's result: {output} "
                  "with the lesson's rounding.").format(
-        difference=found.difference, output=vector(found.lesson_row, SEED_DECIMALS)),
+        difference=tiny(found.difference), output=vector(found.lesson_row, SEED_DECIMALS)),
         icon=":material/check_circle:")
     chart(weight_matrix(words, loop_weights, row=len(words) - 1, decimals=shown,
                         title=_("The weights of every word at once (row 4: §4.3's 它)")),

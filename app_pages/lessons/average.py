@@ -30,7 +30,7 @@ from model.lessons.typed import LARGEST_INPUT
 from viz.lessons.average import mix_plane, scores_and_weights
 from viz.lessons.average import model_row as row_figure
 from viz.lessons.numbers import vector
-from viz.numbers import number
+from viz.numbers import number, tiny
 
 PATH = script("lesson_average")
 TABLE = "avg_table"
@@ -170,7 +170,7 @@ st.caption(_("Each dot is a token's value vector in this head ({d} numbers), dra
              "directions along which the values spread most; the star is the head's output "
              "for “{it}” as the model computed it. A projection onto a plane keeps weighted "
              "averages, so the star lies where the weights put it: the weights times the "
-             "values differ from the model's output by {difference:.1e}.").format(
+             "values differ from the model's output by {difference}.").format(
     d=found.values.shape[1], it=it_label,
-    difference=found.difference))
+    difference=tiny(found.difference)))
 footer(PATH)
