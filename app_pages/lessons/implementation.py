@@ -48,11 +48,11 @@ def written(seen, head: int, row: int, decimals: int, lesson=None, whole: bool =
         if isinstance(value, np.ndarray):
             shape = seen.shapes[name]
             if whole:
-                text = f"`{name}` {shape_text(shape)}: {matrix_text(value, decimals)}"
+                text = f"`{name}` {shape_text(shape)}: `{matrix_text(value, decimals)}`"
             else:
                 few = peek(value, head, row)
                 text = (f"`{name}` {shape_text(shape)}: "
-                        f"{values_text(few, decimals, more=few.size < value.size)}")
+                        f"`{values_text(few, decimals, more=few.size < value.size)}`")
                 used_head, used_row = peeked(shape, head, row)
                 where = ([_("head {head}").format(head=used_head)] if used_head is not None
                          else []) + ([_("row {row}").format(row=used_row)]
@@ -60,11 +60,16 @@ def written(seen, head: int, row: int, decimals: int, lesson=None, whole: bool =
                 if where:
                     text += " (" + ", ".join(where) + ")"
         else:
-            text = f"`{name}` = {value}"
+            text = f"`{name} = {value}`"
         shown.append(text)
     if lesson is not None and shown:
-        shown.append(_("the lesson writes {values}").format(values=vector(lesson, 2)))
+        shown.append(_("the lesson writes {values}").format(values=f"`{vector(lesson, 2)}`"))
     return shown
+
+
+def difference(value: float) -> str:
+    """A largest difference: 0 when the numbers are the same, else like 1.2e-07."""
+    return "0" if value == 0 else f"{value:.1e}"
 
 
 header(PATH)
@@ -107,8 +112,9 @@ st.info(_(
     "keys and values in a cache while generating. Run with the module's weights on what the "
     "module received, this listing gives the module's output to within {output}, its weights "
     "to within {weights}, and the trace's weights to within {trace}.").format(
-    output=f"{layered.output_difference:.1e}", weights=f"{layered.weights_difference:.1e}",
-    trace=f"{layered.trace_difference:.1e}"), icon=":material/fact_check:")
+    output=difference(layered.output_difference),
+    weights=difference(layered.weights_difference),
+    trace=difference(layered.trace_difference)), icon=":material/fact_check:")
 st.caption(_("The comments give the lesson's sizes (d_model 512, 8 heads of 64); the values "
              "beside them are this run's: d_model {d_model}, {heads} heads of {d_head}, "
              "L = {n} tokens.").format(d_model=layered.d_model, heads=layered.n_heads,
@@ -117,7 +123,7 @@ st.caption(_("The comments give the lesson's sizes (d_model 512, 8 heads of 64);
 
 for block in blocks(listing()):
     numbers = block.numbers
-    code, beside = st.columns([5, 4])
+    code, beside = st.columns([1, 1])
     first, last = numbers[0], numbers[-1]
     code.caption(_("line {first}").format(first=first) if first == last
                  else _("lines {first}–{last}").format(first=first, last=last))
@@ -130,14 +136,14 @@ for block in blocks(listing()):
         notes = [t for n in numbers if n in worked.seen
                  for t in written(worked.seen[n], 0, 0, 4, lesson.get(n), whole=True)]
         if masked_line in numbers and masked_line not in worked.seen:
-            notes.append(_("`mask` is None: the line does not run"))
+            notes.append(_("`mask` is `None`: the line does not run"))
         if notes:
             beside.markdown(f"**{label_hand}**: " + "; ".join(notes))
     lines_layer = [t for n in numbers if n in layered.seen
                    for t in written(layered.seen[n], head, row, 3)]
     if masked_line in numbers:
         count = masked_entries(layered.seen)
-        lines_layer.append(_("`mask` is None: the line does not run") if count is None else
+        lines_layer.append(_("`mask` is `None`: the line does not run") if count is None else
                            _("{count} scores set to −∞").format(count=count))
     if lines_layer:
         beside.markdown(f"**{label_layer}**: " + "; ".join(lines_layer))

@@ -114,13 +114,13 @@ SECTIONS = (
     ("self.d_k = d_model // h", HEADS),
     ("self.h = h", HEADS),
     ("torch.nn.Linear(d_model, d_model)  # makes",
-     (("lesson_qkv", N_("W_Q, W_K and W_V make the queries, keys and values")),)),
-    ("self.W_O = ", (("lesson_multihead", N_("W_O mixes the heads")),)),
+     (("lesson_qkv", N_("`W_Q`, `W_K` and `W_V` make the queries, keys and values")),)),
+    ("self.W_O = ", (("lesson_multihead", N_("`W_O` mixes the heads")),)),
     (".view(B, -1, self.h, self.d_k).transpose(1, 2)",
      (("lesson_multihead", N_("the split into heads")),)),
     ("out.transpose(1, 2).contiguous()",
      (("lesson_multihead", N_("the heads joined side by side")),)),
-    ("return self.W_O(out), w", (("lesson_multihead", N_("W_O after the concatenation")),)),
+    ("return self.W_O(out), w", (("lesson_multihead", N_("`W_O` after the concatenation")),)),
 )
 
 

@@ -238,7 +238,7 @@ def test_the_page_shows_shapes_that_follow_the_sentence(translator):
     n = len(translator.trace(SEED_SENTENCE).source_tokens)
     text = _markdown(at)
     assert f"`Q` ({1}, 4, {n}, 32)" in text and f"`query` (1, {n}, 128)" in text
-    assert "[0.30, 0.15, 0.25, 0.30]" in text and "[0.85, 1.25]" in text  # the lesson's
+    assert "`[0.30, 0.15, 0.25, 0.30]`" in text and "[0.85, 1.25]" in text  # the lesson's
     assert "[0.8507, 1.2408]" in text  # what the listing returns on it
     longer = "The cat sat on the mat because it was tired"
     at.text_input(key="impl_text").set_value(longer).run()
