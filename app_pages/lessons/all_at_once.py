@@ -18,10 +18,11 @@ from app_pages.lessons.lesson import footer, header
 from i18n import N_, _
 from model.lessons.all_at_once import (
     D_TIMED,
+    SEED_DECIMALS,
     TIMED_ROWS,
     every_word,
+    seed_inputs,
 )
-from model.lessons.hand import SEED_DECIMALS, seed_inputs
 from viz.lessons.all_at_once import timing_chart, weight_matrix
 from viz.lessons.numbers import matrix_tex, vector
 from viz.numbers import number, thousands, tiny

@@ -21,7 +21,15 @@ import numpy as np
 import torch
 
 from i18n import _
-from model.lessons.hand import SEED_DECIMALS, HandInputs, HandSteps, hand_steps
+
+# §4.3's numbers: the page reads seed_inputs and SEED_DECIMALS from here (its own lesson's)
+from model.lessons.hand import (  # noqa: F401
+    SEED_DECIMALS,
+    HandInputs,
+    HandSteps,
+    hand_steps,
+    seed_inputs,
+)
 from model.own import transformer
 
 D_TIMED = 64  # the width of a real head (the lesson's "real dimension is 64")
