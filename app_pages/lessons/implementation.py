@@ -34,6 +34,7 @@ from model.lessons.implementation import (
 from model.lessons.network import query_choices
 from viz.lessons.implementation import matrix_text, shape_text, values_text
 from viz.lessons.numbers import vector
+from viz.numbers import tiny
 
 PATH = script("lesson_implementation")
 TITLES = {page.url_path: page.title for page in PAGES}
@@ -65,11 +66,6 @@ def written(seen, head: int, row: int, decimals: int, lesson=None, whole: bool =
     if lesson is not None and shown:
         shown.append(_("the lesson writes {values}").format(values=f"`{vector(lesson, 2)}`"))
     return shown
-
-
-def difference(value: float) -> str:
-    """A largest difference: 0 when the numbers are the same, else like 1.2e-07."""
-    return "0" if value == 0 else f"{value:.1e}"
 
 
 header(PATH)
@@ -112,9 +108,9 @@ st.info(_(
     "keys and values in a cache while generating. Run with the module's weights on what the "
     "module received, this listing gives the module's output to within {output}, its weights "
     "to within {weights}, and the trace's weights to within {trace}.").format(
-    output=difference(layered.output_difference),
-    weights=difference(layered.weights_difference),
-    trace=difference(layered.trace_difference)), icon=":material/fact_check:")
+    output=tiny(layered.output_difference),
+    weights=tiny(layered.weights_difference),
+    trace=tiny(layered.trace_difference)), icon=":material/fact_check:")
 st.caption(_("The comments give the lesson's sizes (d_model 512, 8 heads of 64); the values "
              "beside them are this run's: d_model {d_model}, {heads} heads of {d_head}, "
              "L = {n} tokens.").format(d_model=layered.d_model, heads=layered.n_heads,
@@ -156,9 +152,9 @@ chart(viz.attention_heatmap(layered.weights[head], rows.labels, layered.key_toke
                             .format(model=spec, layer=layer, head=head)),
       key="impl_weights", name=(name, f"layer {layer}", f"head {head}"))
 st.caption(_("The `w` of the last line, drawn: the same as the trace's weights of this head, "
-             "which the other pages show (largest difference {difference:.1e}). On §4.3's "
+             "which the other pages show (largest difference {difference}). On §4.3's "
              "example the listing's output is {output}, the lesson's {lesson}: the lesson rounds "
              "every step to 2 decimals.").format(
-    difference=layered.head_trace_difference(head),
+    difference=tiny(layered.head_trace_difference(head)),
     output=vector(worked.output, 4), lesson=vector(worked.lesson.output, 2)))
 footer(PATH)
