@@ -23,7 +23,6 @@ from app_pages.frame.navigation import script
 from app_pages.frame.settings import presenting, settings
 from app_pages.lessons.lesson import DEFAULT_SENTENCE, footer, header
 from i18n import _
-from model.lessons.generation import kv_formula, kv_growth
 from model.lessons.troubles import (
     D_HEAD,
     HEADS,
@@ -32,6 +31,7 @@ from model.lessons.troubles import (
     RUN_SECONDS,
     kv_rows,
     loaded_kv_model,
+    measured_cache,
     moe_parameters,
 )
 from viz.lessons.troubles import accuracy_by_length, attention_memory, attention_time, kv_cache
@@ -191,9 +191,8 @@ if sidebar is not None:
 with explained_errors():
     get_model("own-translator", device)
     generation = get_generation("own-translator", device, DEFAULT_SENTENCE, None)
-growth = kv_growth(generation, generation.trace.dims)
-measured, cached = int(growth.total[-1]), int(growth.tokens[-1])
-formula = int(kv_formula(generation.trace.dims, cached, growth.bytes_per_element))
+cache = measured_cache(generation)
+growth, measured, cached, formula = cache.growth, cache.measured, cache.tokens, cache.formula
 st.markdown(_("**Checked against the real cache:** own-translator translating “{text}” holds "
               "{tokens} tokens in each decoder layer's cache at the end; its cache tensors "
               "measure **{measured:,} bytes**, and the formula gives **{formula:,} bytes** "

@@ -32,7 +32,8 @@ import torch
 import torch.nn.functional as F
 
 from i18n import _
-from model.lessons.generation import kv_formula
+from model.interface import Generation
+from model.lessons.generation import KVGrowth, kv_formula, kv_growth
 from model.meta import ModelDims
 from model.own.training_pairs import Pair, make_corpus, sample_pair
 from model.own.translator import CARD
@@ -315,6 +316,33 @@ def loaded_kv_model(name: str, dims: ModelDims, dtype: str) -> KVModel | None:
               f"n_kv_heads {dims.n_kv_heads}, d_head {dims.d_head}, {dtype}")
     return kv_model(name, dims, ELEMENT_BYTES.get(dtype, FLOAT32), config=config,
                     source="model.dims")
+
+
+@dataclass(frozen=True)
+class MeasuredCache:
+    """A generation's real self-attention cache at its last step beside the formula's bytes.
+
+    Attributes:
+        growth: the cache step by step (:func:`model.lessons.generation.kv_growth`).
+        measured: bytes of the cache tensors after the last step, summed over the layers.
+        tokens: tokens each decoder layer holds then.
+        formula: :func:`~model.lessons.generation.kv_formula` for those tokens.
+    """
+
+    growth: KVGrowth
+    measured: int
+    tokens: int
+    formula: int
+
+
+def measured_cache(generation: Generation) -> MeasuredCache:
+    """The cache ``generation`` really held at its end, and what the KV formula gives for it
+    (the check that the formula applied to the published configs counts what a model keeps)."""
+    dims = generation.trace.dims
+    growth = kv_growth(generation, dims)
+    tokens = int(growth.tokens[-1])
+    return MeasuredCache(growth=growth, measured=int(growth.total[-1]), tokens=tokens,
+                         formula=int(kv_formula(dims, tokens, growth.bytes_per_element)))
 
 
 @dataclass(frozen=True)
