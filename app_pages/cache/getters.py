@@ -542,3 +542,77 @@ def _readonly(value):
         for item in value:
             _readonly(item)
     return value
+
+
+# --- lesson 3.6: the recurrent models beside the Transformer ---------------------------------
+
+@st.cache_resource(show_spinner=False, max_entries=6)
+def get_recurrent(name: str, device: str):
+    """``own-rnn``, ``own-gru`` or ``own-bahdanau`` (:mod:`model.own.recurrent`), one per
+    server and device."""
+    from model.own.recurrent import RecurrentTranslator
+
+    return RecurrentTranslator.from_files(name, device=device)
+
+
+def _single_vector(device: str) -> dict:
+    return {name: get_recurrent(name, device) for name in ("own-rnn", "own-gru")}
+
+
+def get_rnn_side_by_side(device: str, text: str):
+    """One sentence through the single-vector models, Bahdanau's GRU and the Transformer."""
+    from model.lessons.rnn import side_by_side
+
+    device = str(resolve_device(device))
+    models = (_single_vector(device), get_recurrent("own-bahdanau", device),
+              get_model("own-translator", device))
+    return memo(("rnn-side", device, text), _("translating the sentence"),
+                lambda: side_by_side(*models, text), spinner=_("Running the models…"))
+
+
+def get_rnn_forgetting(device: str):
+    """Held-out exact match by length for every model (computed once per device)."""
+    from model.lessons.rnn import accuracy_by_length
+
+    device = str(resolve_device(device))
+    models = {**_single_vector(device), "own-bahdanau": get_recurrent("own-bahdanau", device),
+              "own-translator": get_model("own-translator", device)}
+    return memo(("rnn-forgetting", device), _("translating the held-out sentences"),
+                lambda: accuracy_by_length(models),
+                spinner=_("Translating 500 held-out sentences with each model…"),
+                readonly=False)
+
+
+def get_rnn_gradient(device: str, text: str):
+    """The gradient along the information path for ``text`` (recurrent and Transformer
+    encoders)."""
+    from model.lessons.rnn import gradient_by_distance
+
+    device = str(resolve_device(device))
+    single, translator = _single_vector(device), get_model("own-translator", device)
+    return memo(("rnn-gradient", device, text), _("computing gradients"),
+                lambda: gradient_by_distance(single, translator, text),
+                spinner=_("Computing the gradients by autograd…"))
+
+
+def get_rnn_gradient_profile(device: str, texts: tuple[str, ...]):
+    """The gradient's median profile over ``texts`` (computed once per device and texts)."""
+    from model.lessons.rnn import gradient_profile
+
+    device = str(resolve_device(device))
+    single, translator = _single_vector(device), get_model("own-translator", device)
+    return memo(("rnn-profile", device, texts), _("computing gradients"),
+                lambda: gradient_profile(single, translator, list(texts)),
+                spinner=_("Computing the gradients of {count} long texts by autograd…").format(
+                    count=len(texts)), readonly=False)
+
+
+def get_rnn_timing(device: str, lengths: tuple[int, ...]):
+    """One encoder pass of each model timed for each length (measured once per device)."""
+    from model.lessons.rnn import forward_times
+
+    device = str(resolve_device(device))
+    gru, translator = get_recurrent("own-gru", device), get_model("own-translator", device)
+    return memo(("rnn-timing", device, lengths), _("timing the encoders"),
+                lambda: forward_times(gru, translator, lengths),
+                spinner=_("Timing both encoders at every length…"), readonly=False)
