@@ -206,6 +206,10 @@ LATIN_OK = {
     "layernorm", "kv", "rollout", "teacher", "forcing", "sink", "pe", "rnn", "qk", "dₖ",
     "d_model", "d_k", "d_ff", "d_head", "sin", "cos", "sqrt", "unk", "cls", "sep", "pad",
     "bos", "eos", "pos", "dim",
+    # the RNN half's names, which the lesson text writes in Latin letters too (§3.6, §5.1–5.3,
+    # its references), and the recurrent models' names
+    "lstm", "gru", "seq2seq", "bahdanau", "resnet", "relu", "own-rnn", "own-gru",
+    "own-bahdanau",
 }
 
 def _strings_of(element) -> list[str]:
