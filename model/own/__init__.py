@@ -9,7 +9,10 @@
 - :mod:`.vocab`: the word-level vocabulary;
 - :mod:`.adapter`: :class:`OwnModel`, the ``LoadedModel`` of ``own-random``;
 - :mod:`.translator`, :mod:`.training_pairs`, :mod:`.train`, ``weights/``: ``own-translator``, its
-  synthetic English→Chinese corpus, its training (``python -m model.own.train``) and weights.
+  synthetic English→Chinese corpus, its training (``python -m model.own.train``) and weights;
+- :mod:`.recurrent`, :mod:`.train_recurrent`: the lesson's RNN half on the same corpus and
+  vocabulary, ``own-rnn`` and ``own-gru`` (one vector) and ``own-bahdanau`` (a GRU with additive
+  attention), and their reproducible training (``python -m model.own.train_recurrent``).
 
 Never imports transformers or :mod:`model.hf`.
 """
