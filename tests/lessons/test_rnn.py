@@ -48,3 +48,16 @@ def test_the_page_translates_the_typed_sentence_with_each_model(gru):
         alignment[~np.isnan(alignment)],
         RecurrentTranslator.from_files("own-bahdanau", device="cpu").translate(LONG)
         .alignment.ravel(), atol=1e-6)
+
+
+def test_every_models_line_is_told_apart_by_colour_dash_and_marker():
+    from viz.lessons.rnn import forgetting_figure, gradient_figure
+
+    names = ("own-rnn", "own-gru", "own-bahdanau", "own-translator")
+    figures_ = (forgetting_figure(((1, 6), (7, 9)), (3, 4), {n: [1.0, 0.5] for n in names},
+                                  {n: n for n in names}),
+                gradient_figure([1, 0], {n: [1.0, 2.0] for n in names[::2]}, {}))
+    for fig in figures_:
+        styles = [(t.line.color, t.line.dash, t.marker.symbol) for t in fig.data]
+        for part in range(3):
+            assert len({style[part] for style in styles}) == len(styles), styles

@@ -9,20 +9,31 @@ import plotly.graph_objects as go
 
 from i18n import _
 from viz.lessons.layout import EXTRA
-from viz.style import ATTENTION_CURVE_COLOR, HIGHLIGHT_COLOR, RNN_CURVE_COLOR, themed
+from viz.style import (
+    ATTENTION_CURVE_COLOR,
+    HEAD_COLORS,
+    HIGHLIGHT_COLOR,
+    RNN_CURVE_COLOR,
+    themed,
+)
 
-# A line per model: the single vector in the RNN colour, Bahdanau's attention in orange, the
-# Transformer in the attention colour (as in lesson 4.8's curves).
-MODEL_COLORS = {"own-gru": RNN_CURVE_COLOR, "own-bahdanau": HIGHLIGHT_COLOR,
-                "own-translator": ATTENTION_CURVE_COLOR}
-MODEL_DASHES = {"own-gru": "solid", "own-bahdanau": "dash", "own-translator": "dot"}
+# A line per model, each its own colour, dash and marker (told apart in grey print too): the
+# GRU's single vector in the RNN colour, the plain RNN in purple, Bahdanau's attention in
+# orange, the Transformer in the attention colour (as in lesson 4.8's curves).
+MODEL_COLORS = {"own-rnn": HEAD_COLORS[3], "own-gru": RNN_CURVE_COLOR,
+                "own-bahdanau": HIGHLIGHT_COLOR, "own-translator": ATTENTION_CURVE_COLOR}
+MODEL_DASHES = {"own-rnn": "dashdot", "own-gru": "solid", "own-bahdanau": "dash",
+                "own-translator": "dot"}
+MODEL_SYMBOLS = {"own-rnn": "diamond", "own-gru": "circle", "own-bahdanau": "square",
+                 "own-translator": "triangle-up"}
 
 
 def _line(name: str, label: str, x, y, hover: str) -> go.Scatter:
     return go.Scatter(x=list(x), y=list(y), mode="lines+markers", name=label, meta=name,
                       line={"color": MODEL_COLORS.get(name, RNN_CURVE_COLOR), "width": 3,
                             "dash": MODEL_DASHES.get(name, "solid")},
-                      marker={"size": 10}, hovertemplate=label + "<br>" + hover + EXTRA)
+                      marker={"size": 10, "symbol": MODEL_SYMBOLS.get(name, "circle")},
+                      hovertemplate=label + "<br>" + hover + EXTRA)
 
 
 def forgetting_figure(bins: Sequence[tuple[int, int]], sentences: Sequence[int],
