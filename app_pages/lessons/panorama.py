@@ -109,7 +109,7 @@ def _per_token(name: str) -> str:
         return _("not timed (the same loop as the GRU's)") if name != "LSTM" else _(NOT_TRAINED)
     values = [1e6 * t for t in rows.per_token[name]]
     cheapest = rows.cheapest(name)
-    middle = (f" → {min(values):.0f} ({cheapest:,})"
+    middle = (f" → {min(values):.0f} (n = {cheapest:,})"
               if cheapest not in (rows.timed[0], rows.timed[-1]) else "")
     return f"{values[0]:.0f}{middle} → {values[-1]:.0f}"
 

@@ -25,6 +25,7 @@ from i18n import N_, _
 from model.lessons.rnn import MAX_GRADIENT_WORDS, TIMED_LENGTHS, long_inputs
 from viz.heatmap import attention_heatmap
 from viz.lessons.rnn import forgetting_figure, gradient_figure, timing_figure
+from viz.numbers import significant
 
 PATH = script("lesson_rnn")
 DEFAULT = "The big dog chased the small cat because it was angry"
@@ -179,9 +180,9 @@ st.table({
                                     _("every word's note kept"),
                                     _("attention weights can be drawn")],
     _("measured on this page"): [
-        _("{tokens:,} tokens: GRU {gru:.3g} ms, Transformer {transformer:.3g} ms").format(
-            tokens=TIMED_LENGTHS[-1], gru=1000 * timing.gru[-1],
-            transformer=1000 * timing.transformer[-1]),
+        _("{tokens:,} tokens: GRU {gru} ms, Transformer {transformer} ms").format(
+            tokens=TIMED_LENGTHS[-1], gru=significant(1000 * timing.gru[-1], 3),
+            transformer=significant(1000 * timing.transformer[-1], 3)),
         _("gradient per word of distance: RNN ×{rnn:.3f}, GRU ×{gru:.3f}, Transformer "
           "×{transformer:.3f}").format(rnn=decay["own-rnn"], gru=decay["own-gru"],
                                       transformer=decay["own-translator"]),

@@ -86,7 +86,7 @@ def gradient_figure(distance: Sequence[int], relative: dict[str, Sequence[float]
     for name, values in relative.items():
         fig.add_trace(_line(name, labels.get(name, name), distance,
                             [float(values[i]) for i in order],
-                            _("distance %{x}<br>%{y:.3g} × the median")))
+                            _("distance %{x}<br>%{y:.3~r} × the median")))
     fig.update_layout(title=title or _("How much the last position still feels each word"),
                       height=460, legend={"orientation": "h", "y": -0.3},
                       margin={"l": 80, "r": 30, "t": 60, "b": 130})
@@ -111,7 +111,7 @@ def timing_figure(lengths: Sequence[int], seconds: dict[str, Sequence[float]],
     fig = go.Figure()
     for name, values in seconds.items():
         fig.add_trace(_line(name, labels.get(name, name), lengths,
-                            [1000 * s for s in values], _("%{x:,} tokens<br>%{y:.3g} ms")))
+                            [1000 * s for s in values], _("%{x:,} tokens<br>%{y:,.3~r} ms")))
     fig.update_layout(title=_("One encoder pass, timed on {device}").format(device=device),
                       height=460, legend={"orientation": "h", "y": -0.25},
                       margin={"l": 80, "r": 30, "t": 60, "b": 110})
