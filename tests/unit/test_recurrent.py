@@ -128,10 +128,11 @@ def test_the_gradient_equals_finite_differences(models, translator):
 def test_the_gradient_profile_fades_with_distance_in_the_recurrent_encoders(models,
                                                                            translator):
     single = {name: models[name] for name in ("own-rnn", "own-gru")}
-    profile = rnn.gradient_profile(single, translator, rnn.long_inputs(4))
-    assert profile.texts == 4 and len(profile.distance) >= 30
-    # measured on the shipped weights over 8 texts: RNN ×0.989, GRU ×0.957 per word
-    assert profile.decay_per_word("own-gru") < 0.98
+    profile = rnn.gradient_profile(single, translator, rnn.long_inputs(8))
+    assert profile.texts == 8 and len(profile.distance) >= 25
+    # measured on the shipped weights over these 8 texts (the page's): RNN ×0.973, GRU ×0.954
+    # per word (the Transformer's encoder ×0.977); over 4 texts both ×0.979
+    assert profile.decay_per_word("own-gru") < 0.97
     assert profile.decay_per_word("own-rnn") < 1.0
     one = rnn.gradient_by_distance(single, translator, "The cat sat on the mat")
     other = rnn.gradient_by_distance(single, translator, "The dog sat on the mat")
