@@ -166,6 +166,9 @@ def test_a_translate_link_shows_its_own_sentence_and_cuts_a_long_one():
 def test_every_url_path_shared_before_the_move_names_the_same_page_in_the_same_order():
     from app_pages.frame.navigation import PAGES
 
-    assert [page.url_path for page in PAGES] == list(OLD_URLS)
-    assert {page.url_path: page.title for page in PAGES} == OLD_URLS
+    # pages added since (the lessons of issue 25) go between them; none is renamed or moved
+    shared = [page.url_path for page in PAGES if page.url_path in OLD_URLS]
+    assert shared == list(OLD_URLS)
+    titles = {page.url_path: page.title for page in PAGES}
+    assert {path: titles[path] for path in OLD_URLS} == OLD_URLS
     assert all((ROOT / page.path).is_file() for page in PAGES)
