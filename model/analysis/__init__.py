@@ -4,6 +4,8 @@ streamlit or :mod:`model.hf`.
 
 - :mod:`.statistics`: per-head statistics, aggregates over heads, span-to-span attention;
 - :mod:`.rollout`: attention rollout through a stack;
+- :mod:`.faithfulness`: what attention moves beside what it weighs (weight × ‖value after
+  W_O‖, the sink left out and the rows renormalised);
 - :mod:`.costs`: tensor shapes, parameter split, attention and KV-cache sizes;
 - :mod:`.positions`: the sinusoidal table, RoPE and the loaded model's own positions;
 - :mod:`.cuts`: what each page draws, cut from a trace (query rows, a window, a generation step,
