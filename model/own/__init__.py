@@ -5,7 +5,9 @@
   the decoder's KV cache;
 - :mod:`.decoding`: greedy decoding with the KV cache (the one loop) and its steps;
 - :mod:`.position_encoding`: the sinusoidal table and RoPE (seed 3.4 step 0);
-- :mod:`.hooks`: identity hook points and the thread-safe ``capture`` context manager;
+- :mod:`.hooks`: identity hook points, the thread-safe ``capture`` context manager and
+  ``intervene``, which replaces what hook points return;
+- :mod:`.ablation`: heads ablated and values zeroed through ``intervene``, and value zeroing;
 - :mod:`.vocab`: the word-level vocabulary;
 - :mod:`.adapter`: :class:`OwnModel`, the ``LoadedModel`` of ``own-random``;
 - :mod:`.translator`, :mod:`.training_pairs`, :mod:`.train`, ``weights/``: ``own-translator``, its

@@ -12,7 +12,8 @@ yields a dict that fills up during the forward passes inside the block (what eac
 returns, under its hook name, and what each module of ``inputs`` receives, under its hook name
 plus :data:`INPUT`), and removes every hook in ``finally``, also when the forward pass raises.
 :func:`capture` records a model's hook points with it (the traces use it; the lessons record
-any module).
+any module). :func:`intervene` replaces what hook points return (a head ablated, a value
+zeroed: :mod:`model.own.ablation`).
 
 A model object may be shared by several threads (Streamlit sessions). Hooks live on the shared
 modules, so each hook records only when the thread running the forward pass opened its record
@@ -165,3 +166,46 @@ def capture(
               if names is None or names(name)}
     with record(points) as store:
         yield store
+
+
+@contextmanager
+def intervene(model: nn.Module,
+              changes: dict[str, Callable[[torch.Tensor], torch.Tensor]]) -> Iterator[None]:
+    """Replace what hook points return during the forward passes inside the block, in this
+    thread only (other sessions running the same shared model are untouched).
+
+    Args:
+        model: the module whose hook points are changed.
+        changes: ``hook name -> function`` of the point's output returning its replacement
+            (a new tensor: the point's output itself is left as it is).
+
+    Records opened inside the block (:func:`capture`, a trace) see the changed values: the
+    intervention's hooks are registered first.
+
+    Raises:
+        KeyError: a name that is no hook point of ``model`` (the names it has are listed).
+    """
+    points = dict(_hook_points(model))
+    unknown = sorted(set(changes) - set(points))
+    if unknown:
+        raise KeyError(f"no hook point {unknown} in the model; it has {sorted(points)}")
+    record_id = next(_record_ids)
+    handles = []
+
+    def changed(function):
+        def hook(_module, _args, output):
+            if record_id in _ACTIVE_RECORDS.get():
+                return function(output)
+            return None
+
+        return hook
+
+    token = _ACTIVE_RECORDS.set(_ACTIVE_RECORDS.get() | {record_id})
+    try:
+        for name, function in changes.items():
+            handles.append(points[name].register_forward_hook(changed(function)))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        _ACTIVE_RECORDS.reset(token)

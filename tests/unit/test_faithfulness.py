@@ -93,3 +93,83 @@ def test_a_row_wholly_on_the_sink_has_nothing_left_to_share():
     assert np.all(np.isnan(result.weights[0]))
     np.testing.assert_allclose(result.weights[2, 1:], [0.5, 0.5])
     np.testing.assert_allclose(result.left_out, [1.0, 0.5, 1 / 3])
+
+
+# --- interventions on the own models: head ablation and value zeroing --------------------------
+
+@pytest.fixture(scope="module")
+def translator():
+    from model import load
+
+    return load("own-translator", device="cpu")
+
+
+def _attention_output(model, kind: str, layer: int, text: str = SEED_SENTENCE):
+    from model.own.hooks import hook_name, record
+
+    stack, attribute = kind.split(".")[0], "self_attn" if kind.endswith("self") else "cross_attn"
+    module = getattr(getattr(model.network, stack).layers[layer], attribute)
+    with record([module]) as store:
+        model.trace(text, "猫 坐 在 垫子 上")
+    return store[hook_name(module)][0][0].double(), module
+
+
+@pytest.mark.parametrize("kind", ["encoder.self", "decoder.cross"])
+def test_ablating_every_head_removes_the_sublayers_contribution(translator, kind):
+    from model.own.ablation import heads_ablated
+
+    before, module = _attention_output(translator, kind, 1)
+    with heads_ablated(translator.network, kind, 1) as heads:
+        after, _ = _attention_output(translator, kind, 1)
+    assert heads == list(range(module.n_heads))
+    bias = module.W_O.bias.detach().double()
+    torch.testing.assert_close(after, bias.expand_as(after), atol=1e-6, rtol=0)
+    assert not torch.allclose(before, after)
+    again, _ = _attention_output(translator, kind, 1)  # the block closed: nothing is left changed
+    torch.testing.assert_close(again, before)
+
+
+def test_ablating_one_head_takes_away_exactly_its_share(translator):
+    from model.own.ablation import heads_ablated
+    from model.own.hooks import capture
+
+    kind, layer, head = "encoder.self", 0, 2
+    before, module = _attention_output(translator, kind, layer)
+    prefix = "encoder.layers.0.self_attn."
+    with capture(translator.network, lambda name: name.startswith(prefix)) as store:
+        translator.trace(SEED_SENTENCE, "猫 坐 在 垫子 上")
+    z = store[prefix + "hook_z"][0, head].double()  # [query, d_head]
+    d_head = module.d_head
+    share = z @ module.W_O.weight.detach().double()[:, head * d_head:(head + 1) * d_head].T
+    with heads_ablated(translator.network, kind, layer, [head]):
+        after, _ = _attention_output(translator, kind, layer)
+    torch.testing.assert_close(after, before - share, atol=1e-5, rtol=0)
+
+
+def test_value_zeroing_of_a_key_already_zero_changes_nothing(translator):
+    from model.own.ablation import value_zeroed, value_zeroing
+
+    kind, layer = "encoder.self", 1
+    plain = value_zeroing(translator, SEED_SENTENCE, kind, layer)
+    keys = len(SEED_SENTENCE.split())
+    assert plain.distance.shape == (keys, keys) and np.all(plain.distance >= 0)
+    np.testing.assert_allclose(plain.scores.sum(axis=-1), 1.0, rtol=1e-12)
+    assert np.all(plain.distance[:, 4] > 0)  # zeroing "the" before "mat" changes every row
+    with value_zeroed(translator.network, kind, layer, 4):  # its value is zero already
+        zeroed = value_zeroing(translator, SEED_SENTENCE, kind, layer, target=plain.target)
+    np.testing.assert_allclose(zeroed.distance[:, 4], 0.0, atol=1e-12)
+
+
+def test_an_intervention_on_a_point_the_model_lacks_is_refused(translator):
+    from model.own.ablation import heads_ablated
+    from model.own.hooks import intervene
+
+    with pytest.raises(KeyError, match="no hook point"):
+        with intervene(translator.network, {"encoder.layers.9.self_attn.hook_z": lambda t: t}):
+            pass
+    with pytest.raises(ValueError, match="not among"):
+        with heads_ablated(translator.network, "encoder.self", 0, [7]):
+            pass
+    with pytest.raises(ValueError, match="layer 5"):
+        with heads_ablated(translator.network, "encoder.self", 5):
+            pass

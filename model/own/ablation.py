@@ -1,0 +1,123 @@
+"""Interventions on the own models' attention (issue 26's "What moves" and head ablation), through
+their hook points (:func:`model.own.hooks.intervene`), in the thread that asks only.
+
+- :func:`heads_ablated`: a block inside which chosen heads of one attention module give nothing
+  (their ``hook_z``, weights · V, is zero: the module's output keeps only W_O's bias from them);
+- :func:`value_zeroed`: a block inside which one key's value vector is zero (in every head, or
+  in one);
+- :func:`value_zeroing`: Mohebbi et al. 2023's value zeroing: for each key, how much the layer's
+  output at each query changes (cosine distance) when that key's value is zeroed, each row
+  normalised to sum to 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.own.hooks import hook_name, intervene, record
+from model.own.transformer import attention_hook_name
+
+
+def _zero(index: tuple):
+    def change(output: torch.Tensor) -> torch.Tensor:
+        changed = output.clone()
+        changed[index] = 0
+        return changed
+
+    return change
+
+
+def _heads(network: torch.nn.Module, kind: str, layer: int) -> int:
+    stack, attribute = kind.split(".")[0], "self_attn" if kind.endswith("self") else "cross_attn"
+    layers = getattr(network, stack).layers
+    if not 0 <= layer < len(layers):
+        raise ValueError(f"layer {layer} is not in 0..{len(layers) - 1}")
+    return getattr(layers[layer], attribute).n_heads
+
+
+def _checked_heads(network, kind: str, layer: int, heads: Sequence[int] | None) -> list[int]:
+    count = _heads(network, kind, layer)
+    chosen = list(range(count)) if heads is None else [int(h) for h in heads]
+    bad = [h for h in chosen if not 0 <= h < count]
+    if bad or not chosen:
+        raise ValueError(f"heads {bad or chosen} are not among the layer's 0..{count - 1}")
+    return chosen
+
+
+@contextmanager
+def heads_ablated(network: torch.nn.Module, kind: str, layer: int,
+                  heads: Sequence[int] | None = None) -> Iterator[list[int]]:
+    """Inside the block, ``heads`` (None: every head) of ``kind``'s attention in ``layer`` add
+    nothing to its output.
+
+    Raises:
+        ValueError: a layer or head the model does not have.
+    """
+    chosen = _checked_heads(network, kind, layer, heads)
+    with intervene(network, {attention_hook_name(kind, layer, "hook_z"):
+                             _zero((slice(None), chosen))}):
+        yield chosen
+
+
+@contextmanager
+def value_zeroed(network: torch.nn.Module, kind: str, layer: int, key: int,
+                 heads: Sequence[int] | None = None) -> Iterator[None]:
+    """Inside the block, key ``key``'s value vector is zero in ``heads`` (None: every head) of
+    ``kind``'s attention in ``layer``."""
+    chosen = _checked_heads(network, kind, layer, heads)
+    with intervene(network, {attention_hook_name(kind, layer, "hook_v"):
+                             _zero((slice(None), chosen, int(key)))}):
+        yield
+
+
+def layer_output(model, text: str, target: str | None, kind: str, layer: int) -> torch.Tensor:
+    """``[query, d_model]`` what ``layer`` of ``kind``'s stack gives (after its FFN's Add &
+    Norm) when ``model`` (an own model) traces ``text`` (and ``target``): any intervention open
+    in this thread applies."""
+    module = getattr(model.network, kind.split(".")[0]).layers[layer]
+    with record([module]) as store:
+        model.trace(text, target)
+    return store[hook_name(module)][0].double()
+
+
+@dataclass(frozen=True)
+class ValueZeroing:
+    """Value zeroing of one attention module for one sentence.
+
+    Attributes:
+        distance: ``[query, key]`` 1 − cos(layer output, layer output with key j's value
+            zeroed) at each query.
+        scores: ``distance`` with each row divided by its sum (rows sum to 1; a row that no
+            zeroing changes is 0 throughout).
+        target: the target text traced (an encoder-decoder's own translation when none was
+            given), so that every pass reads the same tokens.
+    """
+
+    distance: np.ndarray
+    scores: np.ndarray
+    target: str | None
+
+
+def value_zeroing(model, text: str, kind: str, layer: int, heads: Sequence[int] | None = None,
+                  target: str | None = None) -> ValueZeroing:
+    """:class:`ValueZeroing` of ``kind``'s attention in ``layer`` of an own ``model``: one pass
+    per key, that key's value zeroed in ``heads`` (None: every head, as in the paper)."""
+    if target is None and not model.family.single_stack:
+        tokens = model.trace(text).axes("decoder.cross")[0]
+        target = " ".join(tokens[1:])  # the model's own translation, without <bos>
+    base = layer_output(model, text, target, kind, layer)
+    keys = len(model.trace(text, target).axes(kind)[1])
+    distance = np.zeros((base.shape[0], keys))
+    for key in range(keys):
+        with value_zeroed(model.network, kind, layer, key, heads):
+            changed = layer_output(model, text, target, kind, layer)
+        distance[:, key] = (1 - torch.nn.functional.cosine_similarity(base, changed, dim=-1)
+                            ).clamp_min(0).cpu().numpy()
+    sums = distance.sum(axis=-1, keepdims=True)
+    scores = np.divide(distance, sums, out=np.zeros_like(distance), where=sums > 0)
+    return ValueZeroing(distance, scores, target)
