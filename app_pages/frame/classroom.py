@@ -77,6 +77,7 @@ PRESENTATION_CSS = f"""
 {_MAIN} label p, {_MAIN} label div,
 {_MAIN} [data-testid="stTable"] td, {_MAIN} [data-testid="stTable"] th,
 {_MAIN} [data-testid="stTable"] td p, {_MAIN} [data-testid="stTable"] th p,
+{_MAIN} [data-testid="stMarkdownContainer"] td, {_MAIN} [data-testid="stMarkdownContainer"] th,
 {_MAIN} [data-testid="stPageLink"] p, {_MAIN} [data-testid="stPageLink"] span, {_MAIN} a,
 {_MAIN} button p, {_MAIN} button div, {_MAIN} summary p, {_MAIN} summary span,
 {_MAIN} [data-testid="stSliderThumbValue"], {_MAIN} [data-testid="stSliderTickBarMin"],

@@ -5,8 +5,6 @@ information path's length against the sentence's."""
 
 from __future__ import annotations
 
-import math
-
 import streamlit as st
 
 from app_pages.cache.getters import (
@@ -33,7 +31,7 @@ from model.lessons.panorama import (
     path_lengths,
 )
 from viz.lessons.panorama import path_figure
-from viz.numbers import count, superscript
+from viz.numbers import count, significant
 
 PATH = script("lesson_panorama")
 WIDTHS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -96,7 +94,7 @@ with explained_errors():
 rows = measured(forgetting, profile, timing)
 layers = layer_parameters(int(width), int(n))
 depth = translator.dims.n_encoder_layers
-paths = path_lengths([int(n)], depth)
+paths = path_lengths([int(n)])
 steps = {"RNN": int(paths.recurrent[0]), "LSTM": int(paths.recurrent[0]),
          "GRU": int(paths.recurrent[0]), "Transformer": int(paths.transformer[0])}
 # a recurrent layer takes one step per word; a Transformer layer one step for all of them
@@ -107,16 +105,16 @@ def _per_token(name: str) -> str:
     """The row "time per token": first → cheapest → last length, in µs."""
     if name not in rows.per_token:
         return _("not timed (the same loop as the GRU's)") if name != "LSTM" else _(NOT_TRAINED)
-    values = [1e6 * t for t in rows.per_token[name]]
+    values = [significant(1e6 * t, 3) for t in rows.per_token[name]]
     cheapest = rows.cheapest(name)
-    middle = (f" → {min(values):.0f} (n = {cheapest:,})"
+    middle = (f" → {values[rows.timed.index(cheapest)]} (n = {cheapest:,})"
               if cheapest not in (rows.timed[0], rows.timed[-1]) else "")
-    return f"{values[0]:.0f}{middle} → {values[-1]:.0f}"
+    return f"{values[0]}{middle} → {values[-1]}"
 
 
-def _decay(name: str) -> str:
-    value = rows.decay[name]
-    return _(NOT_TRAINED) if value is None else f"×{value:.3f}"
+def _far_over_near(name: str) -> str:
+    value = rows.far_over_near[name]
+    return _(NOT_TRAINED) if value is None else f"×{value:.2f}"
 
 
 first, last = rows.lengths
@@ -130,13 +128,13 @@ st.table({
         _("multiply-adds of one layer over n = {n:,} words").format(n=n),
         _("longest held-out sentences ({first}–{last} words) exactly right").format(
             first=rows.longest[0], last=rows.longest[1]),
-        _("gradient per word of distance (median of {count} texts)").format(
+        _("gradient at far words ÷ near ones (median of {count} texts)").format(
             count=profile.texts)],
     **{name: [f"{serial[name]:,}", _per_token(name), f"{steps[name]:,}",
               _("{count} (×{ratio:.1f})").format(count=count(layers.parameters[name]),
                                                  ratio=layers.ratio(name)),
               count(layers.multiply_adds[name]), _percent(rows.exact_longest[name]),
-              _decay(name)]
+              _far_over_near(name)]
        for name in ARCHITECTURES}})
 st.caption(_(
     "Models: RNN is {rnn}, GRU {gru}, Transformer {transformer} ({depth} encoder layers), "
@@ -154,37 +152,49 @@ st.caption(_(
 st.header(_("5.2 Three insights"))
 st.subheader(_("1. Architecture evolves by shortening the information path"))
 shown = [length for length in LENGTHS if length <= n] or [n]
-drawn = path_lengths(shown, depth)
+drawn = path_lengths(shown)
 chart(path_figure(drawn.lengths, drawn.recurrent, drawn.attention_rnn, drawn.transformer),
       key="pn_paths", name=("paths",))
 st.markdown(_(
-    "From the RNN's O(n) chain, to Seq2Seq with attention that lets the decoder skim back to "
-    "any encoder state in one step, to the Transformer where any two words are one attention "
-    "step apart in each layer: at n = {n:,} a word's signal crosses {rnn:,} steps in the RNN "
-    "and {transformer} in the own translator's {depth}-layer encoder. Gradients and "
-    "information fade along long paths; the measured decay above is ×{gru:.3f} per word in the "
-    "GRU, so over {n:,} words it would leave about 10{exponent} of the signal. ResNet's "
-    "residual connections are the same idea: a short cut.").format(
-        n=n, rnn=steps["RNN"], transformer=steps["Transformer"], depth=depth,
-        gru=rows.decay["GRU"],
-        exponent=superscript(round(steps["RNN"] * math.log10(rows.decay["GRU"])))))
+    "The fewest steps by which the first word's signal reaches what the output reads: in the "
+    "RNN, into the first state and then one step per word to the last state, the only one the "
+    "decoder reads ({rnn:,} steps at n = {n:,}); with attention (Seq2Seq + attention, "
+    "Bahdanau) the decoder \"skims\" back to that first state directly (2 steps, though "
+    "between two source words the encoder's chain is still n − 1); in the Transformer any "
+    "word reads any other in one self-attention step of any layer (1). Gradients and "
+    "information fade along long paths, so the shorter the path, the deeper and larger a "
+    "model can be trained. ResNet's residual connections are the same idea: a short "
+    "cut.").format(n=n, rnn=steps["RNN"]))
 
 st.subheader(_("2. Parallelism decides how much compute an architecture can use"))
-per_token = {name: [1e6 * t for t in rows.per_token[name]] for name in rows.per_token}
-cheapest = rows.cheapest("Transformer")
-st.markdown(_(
+per_token = {name: [significant(1e6 * t, 3) for t in rows.per_token[name]]
+             for name in rows.per_token}
+at = rows.timed.index(rows.cheapest("Transformer"))
+said = _(
     "The RNN was beaten by how little of the hardware it could use, not by its results. "
-    "Measured here on {device}, per token: the GRU's pass costs {gru_first:.0f} µs at "
-    "{first:,} tokens and {gru_last:.0f} µs at {last:,}: each of its n steps waits for the one "
-    "before, so more tokens never make a step cheaper. The Transformer's cost per token falls "
-    "from {t_first:.0f} µs at {first:,} tokens to {t_cheapest:.0f} µs at {cheapest:,}: all "
-    "tokens share the same matrix products, the work a GPU runs at once, which is why scaling "
-    "laws could hold for it. Past that, its n² attention takes over ({t_last:.0f} µs per token "
-    "at {last:,}): the table's last row, measured in lesson 3.8.").format(
+    "Measured here on {device}, per token: the GRU's pass costs {gru_first} µs at {first:,} "
+    "tokens and {gru_last} µs at {last:,}: each of its n steps waits for the one before, so "
+    "more tokens never make a step cheaper. The Transformer's encoder costs {t_first} µs per "
+    "token at {first:,} tokens and {t_last} µs at {last:,}.").format(
         device=rows.device, first=first, last=last, gru_first=per_token["GRU"][0],
         gru_last=per_token["GRU"][-1], t_first=per_token["Transformer"][0],
-        t_cheapest=min(per_token["Transformer"]), cheapest=cheapest,
-        t_last=per_token["Transformer"][-1]))
+        t_last=per_token["Transformer"][-1])
+if 0 < at < len(rows.timed) - 1:
+    said += " " + _(
+        "Its cost per token is lowest at {cheapest:,} tokens ({t_cheapest} µs): up to there "
+        "the tokens share the same matrix products, the work a GPU runs at once, which is why "
+        "scaling laws could hold for it; past it, its n² attention takes over, the table's last "
+        "row, measured in lesson 3.8.").format(cheapest=rows.timed[at],
+                                               t_cheapest=per_token["Transformer"][at])
+elif at == len(rows.timed) - 1:
+    said += " " + _("Its cost per token only falls as the tokens grow: they share the same "
+                    "matrix products, the work this device runs at once, which is why scaling "
+                    "laws could hold for it.")
+else:
+    said += " " + _("Its cost per token grows from the start on this device: its n² attention "
+                    "outweighs what the shared matrix products save (the table's last row, "
+                    "measured in lesson 3.8); on a GPU they run at once.")
+st.markdown(said)
 
 st.subheader(_("3. A good architecture is simple modules that compose"))
 kinds = module_kinds(translator.network)

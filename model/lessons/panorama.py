@@ -81,15 +81,18 @@ def layer_parameters(d: int, n: int) -> Layers:
 
 @dataclass(frozen=True)
 class Paths:
-    """Sequential steps from a word to where the output is written, by length.
+    """The fewest sequential steps by which the first word's signal reaches where the output is
+    read, by length: one definition for all three (entering the first state counts as a step).
 
     Attributes:
         lengths: ``[n]`` sentence lengths.
-        recurrent: ``[n]`` an RNN (LSTM, GRU): the first word's signal crosses one step per
-            later word to reach the last state, n − 1.
-        attention_rnn: ``[n]`` an RNN encoder with attention (Bahdanau): the decoder reads
-            every encoder state in one step ("skimming"), 1.
-        transformer: ``[n]`` one attention step per layer: ``layers``, whatever n.
+        recurrent: ``[n]`` an RNN (LSTM, GRU) without attention: into h₁, then one step per
+            later word to the last state h_n, which is all the decoder reads: n.
+        attention_rnn: ``[n]`` an RNN encoder with attention (Bahdanau): into h₁, then the
+            decoder reads h₁ directly ("skimming"): 2, whatever n (between two source words
+            the encoder's chain stays n − 1).
+        transformer: ``[n]`` self-attention: any position reads any other in one step of any
+            layer: 1.
     """
 
     lengths: np.ndarray
@@ -98,16 +101,16 @@ class Paths:
     transformer: np.ndarray
 
 
-def path_lengths(lengths, layers: int = 1) -> Paths:
-    """:class:`Paths` for each of ``lengths`` (a Transformer of ``layers`` layers).
+def path_lengths(lengths) -> Paths:
+    """:class:`Paths` for each of ``lengths``.
 
     Raises:
-        ValueError: no length, a length below 1 or fewer than one layer.
+        ValueError: no length, or a length below 1.
     """
     n = np.asarray(lengths, dtype=np.int64)
-    if n.size == 0 or n.min() < 1 or layers < 1:
-        raise ValueError(_("lengths and layers must be at least 1"))
-    return Paths(n, n - 1, np.ones_like(n), np.full_like(n, layers))
+    if n.size == 0 or n.min() < 1:
+        raise ValueError(_("lengths must be at least 1"))
+    return Paths(n, n.copy(), np.full_like(n, 2), np.ones_like(n))
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ class Measured:
         lengths: the shortest and longest length timed.
         exact_longest: ``{architecture: exact match on the longest held-out sentences}``.
         longest: the words of those sentences, ``(first, last)``.
-        decay: ``{architecture: factor per word of distance}`` of the gradient's median.
+        far_over_near: ``{architecture: the gradient's median at far words ÷ at near ones}``
+            (:meth:`~model.lessons.rnn.GradientProfile.far_over_near`).
         device: where the timing ran.
         timed: every length timed.
         per_token: ``{"GRU" | "Transformer": [seconds per token at each timed length]}``.
@@ -131,7 +135,7 @@ class Measured:
     lengths: tuple[int, int]
     exact_longest: dict[str, float | None]
     longest: tuple[int, int]
-    decay: dict[str, float | None]
+    far_over_near: dict[str, float | None]
     device: str
     timed: tuple[int, ...]
     per_token: dict[str, tuple[float, ...]]
@@ -152,8 +156,8 @@ def measured(forgetting: Forgetting, profile: GradientProfile, timing: Timing) -
         exact_longest={name: forgetting.exact_match[MODEL_OF[name]][far]
                        if name in MODEL_OF else None for name in ARCHITECTURES},
         longest=forgetting.bins[far],
-        decay={name: profile.decay_per_word(MODEL_OF[name]) if name in MODEL_OF else None
-               for name in ARCHITECTURES},
+        far_over_near={name: profile.far_over_near(MODEL_OF[name]) if name in MODEL_OF
+                       else None for name in ARCHITECTURES},
         device=timing.device, timed=tuple(timing.lengths),
         per_token={name: tuple(t / n for t, n in zip(times, timing.lengths))
                    for name, times in (("GRU", timing.gru), ("Transformer", timing.transformer))})

@@ -173,16 +173,22 @@ def gradient_by_distance(recurrent: dict[str, RecurrentTranslator], translator,
     return GradientPath(np.arange(len(words) - 1, -1, -1), norms, tuple(words))
 
 
+def words_in(text: str) -> int:
+    """How many words (and punctuation marks) the models read of ``text``."""
+    return len(split_words(text))
+
+
 def long_inputs(count: int = 8, clauses: int = 4, seed: int = 0) -> list[str]:
-    """``count`` texts of ``clauses`` held-out sentences joined by "and" (about 40 words,
-    longer than any training sentence): inputs for the gradient's profile."""
+    """``count`` texts of ``clauses`` held-out sentences joined by "and" (the default eight: 28
+    to 42 words, longer than any training sentence): inputs for the gradient's profile."""
     rng = random.Random(seed)
     pairs = make_corpus(seed).test
     return [" and ".join(rng.choice(pairs).en.rstrip(".").lower() for _c in range(clauses))
             for _i in range(count)]
 
 
-FIT_FROM = 2  # distances fitted by decay_per_word: from the second word before the last
+NEAR = (1, 5)  # distances far_over_near takes as near: the five words before the last
+FAR = 10  # and as far: the ten farthest distances every text reaches
 
 
 @dataclass(frozen=True)
@@ -200,14 +206,15 @@ class GradientProfile:
     median: dict[str, np.ndarray]
     texts: int
 
-    def decay_per_word(self, name: str, start: int = FIT_FROM) -> float:
-        """The factor by which ``name``'s gradient changes per word of distance: exp of the
-        least-squares slope of log(median) against the distance, from ``start`` on (the
-        word itself and its neighbour are left out: every model feels them most). Below 1:
-        the farther a word, the less the last state feels it."""
-        d = self.distance[start:]
-        slope = np.polyfit(d, np.log(self.median[name][start:]), 1)[0]
-        return float(np.exp(slope))
+    def far_over_near(self, name: str) -> float:
+        """``name``'s median at the :data:`FAR` farthest distances over its median at the
+        :data:`NEAR` distances (the last word itself left out: every model feels it most).
+        Below 1: the last state feels far words less than near ones. A ratio of medians, not a
+        fitted rate: the profiles are too uneven for a straight line to mean much."""
+        values = self.median[name]
+        near = values[NEAR[0]:NEAR[1] + 1]
+        far = values[-FAR:]
+        return float(np.median(far) / np.median(near))
 
 
 def gradient_profile(recurrent: dict[str, RecurrentTranslator], translator,

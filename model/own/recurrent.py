@@ -12,7 +12,10 @@ reads from the source at each step:
   At every step the decoder scores each of the encoder's hidden states against its own previous
   state, ``e_j = vᵀ tanh(W_s s_{t−1} + W_h h_j)``, turns the scores into weights with a softmax
   (padding masked) and reads their weighted average ``c_t = Σ_j α_tj h_j``. The weights ``α``
-  are its alignment: row t is where the decoder looked while writing word t.
+  are its alignment: row t is where the decoder looked while writing word t. Simplified from
+  the paper in one respect: the encoder reads left to right only (the paper's annotations join
+  a forward and a backward pass) and the decoder starts from its last state, as the
+  single-vector models do, so that the three differ in attention alone.
 
 All read one word per step, left to right, with a :class:`torch.nn.GRUCell` or
 :class:`torch.nn.RNNCell` (seed 3.6: serial, O(n) steps). Weights ship in ``weights/`` with a

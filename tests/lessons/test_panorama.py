@@ -49,14 +49,16 @@ def test_bad_sizes_are_refused():
     with pytest.raises(ValueError, match="at least 1"):
         path_lengths([0, 3])
     with pytest.raises(ValueError, match="at least 1"):
-        path_lengths([4], layers=0)
+        path_lengths([])
 
 
-def test_the_paths():
-    paths = path_lengths([1, 10, 1000], layers=6)
-    np.testing.assert_array_equal(paths.recurrent, [0, 9, 999])
-    np.testing.assert_array_equal(paths.attention_rnn, [1, 1, 1])
-    np.testing.assert_array_equal(paths.transformer, [6, 6, 6])
+def test_the_paths_are_counted_alike_and_shorten_in_the_lessons_order():
+    paths = path_lengths([1, 10, 1000])
+    np.testing.assert_array_equal(paths.recurrent, [1, 10, 1000])
+    np.testing.assert_array_equal(paths.attention_rnn, [2, 2, 2])
+    np.testing.assert_array_equal(paths.transformer, [1, 1, 1])
+    long = path_lengths([64])  # §5.2: RNN, then Seq2Seq + attention, then the Transformer
+    assert long.recurrent[0] > long.attention_rnn[0] > long.transformer[0]
 
 
 def test_module_kinds_count_the_leaves():
@@ -68,15 +70,18 @@ def test_the_measured_rows_are_lesson_3_6s_measurements():
     forgetting = Forgetting(((1, 6), (7, 18)), (10, 5), {
         "own-rnn": [1.0, 0.2], "own-gru": [1.0, 0.6], "own-bahdanau": [1.0, 1.0],
         "own-translator": [1.0, 0.9]})
-    distance = np.arange(6)
+    distance = np.arange(16)
     profile = GradientProfile(distance, {"own-rnn": 0.5 ** distance, "own-gru": 0.8 ** distance,
-                                         "own-translator": np.ones(6)}, 3)
+                                         "own-translator": np.ones(16)}, 3)
     timing = Timing((8, 64, 512), (0.008, 0.064, 0.512), (0.004, 0.008, 0.256), "cpu")
     rows = measured(forgetting, profile, timing)
     assert rows.longest == (7, 18)
     assert rows.exact_longest == {"RNN": 0.2, "LSTM": None, "GRU": 0.6, "Transformer": 0.9}
-    assert rows.decay["RNN"] == pytest.approx(0.5) and rows.decay["GRU"] == pytest.approx(0.8)
-    assert rows.decay["Transformer"] == pytest.approx(1.0) and rows.decay["LSTM"] is None
+    # far: the ten distances 6..15, near: 1..5, each side's median
+    for name, base in (("RNN", 0.5), ("GRU", 0.8)):
+        far, near = base ** np.arange(6, 16), base ** np.arange(1, 6)
+        assert rows.far_over_near[name] == pytest.approx(np.median(far) / np.median(near))
+    assert rows.far_over_near["Transformer"] == 1.0 and rows.far_over_near["LSTM"] is None
     assert rows.growth["GRU"] == pytest.approx(64) and rows.growth["RNN"] is None
     assert rows.per_token["GRU"] == pytest.approx((0.001, 0.001, 0.001))
     assert rows.cheapest("Transformer") == 64
@@ -94,11 +99,11 @@ def test_the_page_follows_the_width_and_the_length():
     at = app_test("lesson_panorama", pn_width=128, pn_length=512)
     assert not at.exception, at.exception
     assert _row(at, 1, "parameters")[2].startswith("99,072 (×3.0)")
-    assert _row(at, 1, "steps from")[0] == "511"
+    assert _row(at, 1, "steps from")[0] == "512" and _row(at, 1, "steps from")[3] == "1"
     at = app_test("lesson_panorama", pn_width=64, pn_length=32)
     assert not at.exception, at.exception
     expected = layer_parameters(64, 32).parameters
     assert [cell.split(" ")[0] for cell in _row(at, 1, "parameters")] == [
         f"{expected[name]:,}" for name in ARCHITECTURES]
-    assert _row(at, 1, "steps from")[0] == "31"
+    assert _row(at, 1, "steps from")[0] == "32"
     assert _row(at, 1, "sequential")[0] == "32" and _row(at, 1, "sequential")[3] == "1"

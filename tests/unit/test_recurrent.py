@@ -130,10 +130,11 @@ def test_the_gradient_profile_fades_with_distance_in_the_recurrent_encoders(mode
     single = {name: models[name] for name in ("own-rnn", "own-gru")}
     profile = rnn.gradient_profile(single, translator, rnn.long_inputs(8))
     assert profile.texts == 8 and len(profile.distance) >= 25
-    # measured on the shipped weights over these 8 texts (the page's): RNN ×0.973, GRU ×0.954
-    # per word (the Transformer's encoder ×0.977); over 4 texts both ×0.979
-    assert profile.decay_per_word("own-gru") < 0.97
-    assert profile.decay_per_word("own-rnn") < 1.0
+    # the gradient at the 10 farthest words ÷ at the 5 nearest, measured on the shipped weights
+    # over these 8 texts (the page's): RNN ×0.56, GRU ×0.34, the Transformer's encoder ×0.77
+    recurrent = [profile.far_over_near(name) for name in ("own-rnn", "own-gru")]
+    assert max(recurrent) < 0.7
+    assert max(recurrent) < profile.far_over_near("own-translator")
     one = rnn.gradient_by_distance(single, translator, "The cat sat on the mat")
     other = rnn.gradient_by_distance(single, translator, "The dog sat on the mat")
     assert not np.allclose(one.norms["own-gru"], other.norms["own-gru"])

@@ -18,9 +18,9 @@ def path_figure(lengths: Sequence[int], recurrent: Sequence[int],
 
     Args:
         lengths: the sentence lengths.
-        recurrent: RNN steps from the first word to the last state.
-        attention_rnn: an RNN with attention: encoder state to decoder.
-        transformer: a Transformer: attention steps (one per layer).
+        recurrent: an RNN: steps from the first word to the last state (n).
+        attention_rnn: an RNN with attention: into the first state, then read by the decoder.
+        transformer: a Transformer: one self-attention step.
 
     Returns:
         a figure of three traces, ``meta`` ``"rnn"``, ``"attention"``, ``"transformer"``.
@@ -28,9 +28,9 @@ def path_figure(lengths: Sequence[int], recurrent: Sequence[int],
     fig = go.Figure()
     for meta, name, values, color, dash in (
             ("rnn", _("RNN / LSTM / GRU: O(n)"), recurrent, RNN_CURVE_COLOR, "solid"),
-            ("attention", _("Seq2Seq + attention: the decoder reads each state in 1 step"),
+            ("attention", _("Seq2Seq + attention: 2 steps (into its state, then read)"),
              attention_rnn, HIGHLIGHT_COLOR, "dash"),
-            ("transformer", _("Transformer: 1 step per layer, O(1)"), transformer,
+            ("transformer", _("Transformer: 1 step, O(1)"), transformer,
              ATTENTION_CURVE_COLOR, "dot")):
         fig.add_trace(go.Scatter(
             x=list(lengths), y=list(values), mode="lines+markers", name=name, meta=meta,
@@ -40,5 +40,5 @@ def path_figure(lengths: Sequence[int], recurrent: Sequence[int],
                       height=460, legend={"orientation": "h", "y": -0.3},
                       margin={"l": 80, "r": 30, "t": 60, "b": 130})
     fig.update_xaxes(title_text=_("words in the sentence n"), type="log")
-    fig.update_yaxes(title_text=_("sequential steps on the longest path"), type="log")
+    fig.update_yaxes(title_text=_("steps from the first word to what the output reads"), type="log")
     return themed(fig)
