@@ -68,10 +68,23 @@ def heads_ablated(network: torch.nn.Module, kind: str, layer: int,
 def value_zeroed(network: torch.nn.Module, kind: str, layer: int, key: int,
                  heads: Sequence[int] | None = None) -> Iterator[None]:
     """Inside the block, key ``key``'s value vector is zero in ``heads`` (None: every head) of
-    ``kind``'s attention in ``layer``."""
+    ``kind``'s attention in ``layer``, in whole passes only.
+
+    Raises:
+        ValueError: (in the pass) a pass holding fewer values, or a cached decoding step.
+    """
     chosen = _checked_heads(network, kind, layer, heads)
-    with intervene(network, {attention_hook_name(kind, layer, "hook_v"):
-                             _zero((slice(None), chosen, int(key)))}):
+    zero = _zero((slice(None), chosen, int(key)))
+
+    def change(values: torch.Tensor) -> torch.Tensor:
+        # a pass with a KV cache projects the newest tokens only: position ``key`` would name
+        # another token (or none), so only whole passes (traces, teacher forcing) are changed
+        if values.shape[2] <= int(key) or (kind == "decoder.self" and values.shape[2] == 1):
+            raise ValueError(f"key {key} is not in this pass's {values.shape[2]} values: value "
+                             "zeroing needs a whole pass, not a cached decoding step")
+        return zero(values)
+
+    with intervene(network, {attention_hook_name(kind, layer, "hook_v"): change}):
         yield
 
 

@@ -173,3 +173,40 @@ def test_an_intervention_on_a_point_the_model_lacks_is_refused(translator):
     with pytest.raises(ValueError, match="layer 5"):
         with heads_ablated(translator.network, "encoder.self", 5):
             pass
+
+
+def test_value_zeroing_equals_the_layer_recomputed_by_hand_without_the_keys_share(translator):
+    """The encoder layer written out from its own modules: its attention output less key j's
+    share Σ_h α_ij v_j W_Oʰ (what a zero value of key j leaves), then Add & Norm, the FFN and
+    Add & Norm; 1 − cos against the layer's real output is value zeroing's distance."""
+    from model.own.ablation import value_zeroing
+    from model.own.hooks import INPUT, capture, record
+
+    layer = translator.network.encoder.layers[0]
+    attention = layer.self_attn
+    prefix = "encoder.layers.0.self_attn."
+    with capture(translator.network, lambda n: n.startswith(prefix)) as points, \
+            record([layer, attention], inputs=[layer]) as store:
+        translator.trace(SEED_SENTENCE, "猫 坐 在 垫子 上")
+    x = store["encoder.layers.0" + INPUT]["x"][0].double()  # [key, d_model]
+    out = store["encoder.layers.0"][0].double()
+    attended = store["encoder.layers.0.self_attn"][0][0].double()
+    weights = points[prefix + "hook_pattern"][0].double()  # [head, query, key]
+    values = points[prefix + "hook_v"][0].double()  # [head, key, d_head]
+    w_o, d_head = attention.W_O.weight.detach().double(), attention.d_head
+    layer64 = layer.double()
+    try:
+        expected = np.zeros((x.shape[0], x.shape[0]))
+        for j in range(x.shape[0]):
+            share = sum(weights[h, :, j:j + 1]
+                        * (values[h, j] @ w_o[:, h * d_head:(h + 1) * d_head].T)
+                        for h in range(weights.shape[0]))  # [query, d_model]
+            y = layer64.residual_attn(x, attended - share)
+            by_hand = layer64.residual_ffn(y, layer64.ffn(y))
+            expected[:, j] = (1 - torch.nn.functional.cosine_similarity(out, by_hand, dim=-1)
+                              ).clamp_min(0).detach().numpy()
+    finally:
+        layer.float()
+    zeroing = value_zeroing(translator, SEED_SENTENCE, "encoder.self", 0,
+                            target="猫 坐 在 垫子 上")
+    np.testing.assert_allclose(zeroing.distance, expected, atol=2e-6)
