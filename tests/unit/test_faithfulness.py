@@ -210,3 +210,31 @@ def test_value_zeroing_equals_the_layer_recomputed_by_hand_without_the_keys_shar
     zeroing = value_zeroing(translator, SEED_SENTENCE, "encoder.self", 0,
                             target="猫 坐 在 垫子 上")
     np.testing.assert_allclose(zeroing.distance, expected, atol=2e-6)
+
+
+def test_an_intervention_changes_only_the_thread_that_opened_it(translator):
+    import threading
+
+    from model.own.ablation import heads_ablated
+
+    before, module = _attention_output(translator, "encoder.self", 1)
+    opened, done = threading.Event(), threading.Event()
+    seen = {}
+
+    def ablating():
+        with heads_ablated(translator.network, "encoder.self", 1):
+            opened.set()
+            seen["inside"], _ = _attention_output(translator, "encoder.self", 1)
+            done.wait(60)
+
+    thread = threading.Thread(target=ablating)
+    thread.start()
+    try:
+        assert opened.wait(60)
+        other, _ = _attention_output(translator, "encoder.self", 1)  # another session's pass
+    finally:
+        done.set()
+        thread.join(60)
+    torch.testing.assert_close(other, before)
+    bias = module.W_O.bias.detach().double()
+    torch.testing.assert_close(seen["inside"], bias.expand_as(before), atol=1e-6, rtol=0)
