@@ -39,6 +39,8 @@ def path_figure(lengths: Sequence[int], recurrent: Sequence[int],
     fig.update_layout(title=_("Architecture evolves by shortening the information path"),
                       height=460, legend={"orientation": "h", "y": -0.3},
                       margin={"l": 80, "r": 30, "t": 60, "b": 130})
-    fig.update_xaxes(title_text=_("words in the sentence n"), type="log")
-    fig.update_yaxes(title_text=_("steps from the first word to what the output reads"), type="log")
+    fig.update_xaxes(title_text=_("words in the sentence n"), type="log",
+                     tickvals=list(lengths))
+    fig.update_yaxes(title_text=_("steps from the first word to what the output reads"),
+                     type="log", dtick=1)
     return themed(fig)

@@ -93,7 +93,7 @@ def gradient_figure(distance: Sequence[int], relative: dict[str, Sequence[float]
     ticks = {"dtick": 1} if words is None else {
         "tickvals": list(distance), "ticktext": [f"{d}<br>{w}" for d, w in zip(distance, words)]}
     fig.update_xaxes(title_text=_("words between the word and the last one"), **ticks)
-    fig.update_yaxes(title_text=_("‖gradient‖ ÷ its median"), type="log",
+    fig.update_yaxes(title_text=_("‖gradient‖ ÷ its median"), type="log", dtick=1,
                      exponentformat="power")
     return themed(fig)
 
@@ -115,6 +115,8 @@ def timing_figure(lengths: Sequence[int], seconds: dict[str, Sequence[float]],
     fig.update_layout(title=_("One encoder pass, timed on {device}").format(device=device),
                       height=460, legend={"orientation": "h", "y": -0.25},
                       margin={"l": 80, "r": 30, "t": 60, "b": 110})
-    fig.update_xaxes(title_text=_("tokens read"), type="log")
-    fig.update_yaxes(title_text=_("milliseconds (median)"), type="log")
+    # log axes labelled at the lengths and at each power of ten only: Plotly's minor digits
+    # (2, 3, … 9) overlap on a short axis
+    fig.update_xaxes(title_text=_("tokens read"), type="log", tickvals=list(lengths))
+    fig.update_yaxes(title_text=_("milliseconds (median)"), type="log", dtick=1)
     return themed(fig)
