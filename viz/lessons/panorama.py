@@ -41,6 +41,6 @@ def path_figure(lengths: Sequence[int], recurrent: Sequence[int],
                       margin={"l": 80, "r": 30, "t": 60, "b": 130})
     fig.update_xaxes(title_text=_("words in the sentence n"), type="log",
                      tickvals=list(lengths))
-    fig.update_yaxes(title_text=_("steps from the first word to what the output reads"),
+    fig.update_yaxes(title_text=_("steps, first word → output"),
                      type="log", dtick=1)
     return themed(fig)
