@@ -175,7 +175,7 @@ def check_rows(rows: tuple[int, ...]) -> None:
             most=MAX_TIMED_ROWS))
 
 
-def _seconds(function, device: torch.device) -> float:
+def synchronised_seconds(function, device: torch.device) -> float:
     """One run of ``function``, the device synchronised before and after it."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -190,11 +190,11 @@ def _median_seconds(function, device: torch.device, repeats: int) -> tuple[float
     """The median of up to ``repeats`` runs after a warm-up run (kernels, the allocator), as
     many as fit in :data:`RUN_BUDGET_S` (at least one); a warm-up that alone takes longer is
     the measurement. Returns ``(seconds, runs)``."""
-    warm = _seconds(function, device)
+    warm = synchronised_seconds(function, device)
     if warm > RUN_BUDGET_S:
         return warm, 1
     runs = max(1, min(repeats, int(RUN_BUDGET_S / max(warm, 1e-9))))
-    return statistics.median(_seconds(function, device) for _run in range(runs)), runs
+    return statistics.median(synchronised_seconds(function, device) for _run in range(runs)), runs
 
 
 @torch.inference_mode()

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import random
 import statistics
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from i18n import _
+from model.lessons.all_at_once import synchronised_seconds
 from model.own.position_encoding import sinusoidal_table
 from model.own.recurrent import RecurrentTranslator
 from model.own.train_recurrent import accuracy_by_length as _held_out
@@ -247,16 +247,7 @@ class Timing:
 
 def _median_seconds(function, device: torch.device, repeats: int) -> float:
     function()  # warm up (kernels, allocator)
-    times = []
-    for _repeat in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        function()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(synchronised_seconds(function, device) for _r in range(repeats))
 
 
 @torch.inference_mode()
