@@ -99,3 +99,120 @@ def weight_times_value_norm(weights: np.ndarray, values: np.ndarray,
         raise ValueError(f"weights {w.shape} do not fit values of {norms.shape[0]} heads and "
                          f"{norms.shape[1]} keys")
     return w * norms[:, None, :]
+
+
+@dataclass(frozen=True)
+class AttentionParts:
+    """What a model's attention computes beyond its weights, for one sentence: the tensors the
+    "What moves" view reads (from the own models' hook points, or a Hugging Face model's
+    attention calls and output projections).
+
+    Attributes:
+        trace: the trace of the same pass (its weights).
+        target: the target text traced (an encoder-decoder's own translation when none was
+            given), so that later passes read the same tokens; None for one stack.
+        values: per kind, per layer ``[head, key, d_head]`` each query head's value vectors
+            (grouped-query heads share theirs: repeated per query head).
+        w_o: per kind, per layer ``[d_model, heads × d_head]`` the output projection as
+            ``nn.Linear`` keeps it (out × in).
+        queries: per kind, per layer ``[head, query, d_head]`` as the scores read them (after
+            RoPE where the model rotates).
+        keys: per kind, per layer ``[kv_head, key, d_head]``, one per K/V head.
+    """
+
+    trace: object
+    target: str | None
+    values: dict[str, list[np.ndarray]]
+    w_o: dict[str, list[np.ndarray]]
+    queries: dict[str, list[np.ndarray]]
+    keys: dict[str, list[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """What leaving some heads out of one layer did to a model's output.
+
+    Attributes:
+        heads: the heads left out.
+        change: how much the output moved (0: nothing): for a model that writes, the total
+            variation distance ½ Σ |p − p'| of the next-token distributions (at the last
+            position; an encoder-decoder's averaged over the positions of its own
+            translation, teacher-forced); for an encoder, the mean over tokens of
+            1 − cos(final hidden state, the same ablated).
+        measure: ``"next token"``, ``"translation"`` or ``"hidden states"``.
+        before, after: what the model writes without and with the heads (its most probable
+            next token, or its greedy translation); ``""`` for an encoder.
+    """
+
+    heads: tuple[int, ...]
+    change: float
+    measure: str
+    before: str
+    after: str
+
+
+def total_variation(p: np.ndarray, q: np.ndarray) -> float:
+    """½ Σ |p − q| over the last axis, averaged over the others: 0 equal, 1 disjoint."""
+    return float(0.5 * np.abs(np.asarray(p, np.float64) - np.asarray(q, np.float64)
+                              ).sum(axis=-1).mean())
+
+
+def cosine_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """1 − cos(a, b) along the last axis (0 where either is zero), never below 0."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    cos = np.divide((a * b).sum(axis=-1), norms, out=np.ones_like(norms), where=norms > 0)
+    return np.clip(1.0 - cos, 0.0, None)
+
+
+def row_normalised(matrix: np.ndarray) -> np.ndarray:
+    """Each row divided by its sum (a row summing to 0 stays 0)."""
+    m = np.asarray(matrix, np.float64)
+    sums = m.sum(axis=-1, keepdims=True)
+    return np.divide(m, sums, out=np.zeros_like(m), where=sums > 0)
+
+
+ROUNDING_DISTANCE = 1e-9  # 1 − cos between float32 vectors equal to about 4 parts in 10⁵
+
+
+def value_zeroing_scores(base: np.ndarray, zeroed: np.ndarray) -> np.ndarray:
+    """Value zeroing (Mohebbi et al. 2023) from a layer's outputs: ``base [query, d_model]``
+    unchanged, ``zeroed [key, query, d_model]`` with key j's value zeroed; returns ``[query,
+    key]`` 1 − cos per query, each row normalised to sum to 1. A distance below
+    :data:`ROUNDING_DISTANCE` counts as 0: the passes run as one batch in float32, whose rows
+    may round differently by a few parts in a million (1 − cos ≈ 1e-11) when nothing changed."""
+    distance = cosine_distance(np.asarray(zeroed)[:, :, :], np.asarray(base)[None]).T
+    return row_normalised(np.where(distance < ROUNDING_DISTANCE, 0.0, distance))
+
+
+def layer_contributions(weights: np.ndarray, values: np.ndarray, w_o: np.ndarray
+                        ) -> np.ndarray:
+    """‖Σ_h α_ijʰ v_jʰ W_Oʰ‖: the norm of what key j adds to query i's output through the whole
+    layer (every head's share summed before the norm), ``[query, key]``."""
+    w = np.asarray(weights, np.float64)
+    v = np.asarray(values, np.float64)
+    o = np.asarray(w_o, np.float64)
+    heads, _keys, d_head = v.shape
+    moved = np.einsum("hkd,mhd->hkm", v, o.reshape(o.shape[0], heads, d_head))  # [h, key, d]
+    return np.linalg.norm(np.einsum("hqk,hkm->qkm", w, moved), axis=-1)
+
+
+def norm_rollout(contributions: list[np.ndarray], residual: float = 0.5) -> np.ndarray:
+    """Rollout (Abnar & Zuidema 2020) of norm-based contributions: each layer's
+    :func:`layer_contributions` row-normalised, mixed with the identity for the residual
+    stream (``residual`` · I + (1 − residual) · C), multiplied through the layers.
+
+    Returns:
+        ``[layer, query, key]``: entry l through layers 0..l; every row sums to 1.
+    """
+    n = contributions[0].shape[0]
+    eye = np.eye(n)
+    result = eye
+    out = np.empty((len(contributions), n, n))
+    for layer, c in enumerate(contributions):
+        if c.shape != (n, n):
+            raise ValueError(f"rollout follows one token stream: layer {layer} is {c.shape}")
+        mixed = row_normalised(residual * eye + (1 - residual) * row_normalised(c))
+        result = mixed @ result
+        out[layer] = result
+    return out

@@ -28,6 +28,7 @@ from i18n import _
 from model.budget import Lengths, dense_bytes, lazy_bytes
 from model.device import available_memory, dtype_name, resolve_device, resolve_dtype
 from model.errors import CaptureError, ModelLoadError
+from model.hf import moves
 from model.hf.capture import ATTN_EAGER, ATTN_SDPA, LazyAttention, padded_weights, recording
 from model.hf.checkpoints import cache_dir, describe, from_pretrained, resolve
 from model.hf.config import auto_class, detect_family, first_set, read_dims, read_positions
@@ -663,6 +664,23 @@ class HFModel:
                                "{family}").format(model=self.name, family=self.family.value))
         inputs, steps = self._inputs_and_steps(texts, targets)
         return self._run(inputs, texts, steps)
+
+    def attention_parts(self, text: str, target: str | None = None):
+        """What the attention computes beyond its weights for ``text`` (values, W_O, queries
+        and keys: :class:`~model.analysis.faithfulness.AttentionParts`)."""
+        return moves.attention_parts(self, text, target)
+
+    def layer_outputs(self, text: str, kind: str, layer: int, zero_keys: list[int],
+                      target: str | None = None) -> np.ndarray:
+        """``[1 + len(zero_keys), query, d_model]``: the layer holding ``kind``'s attention
+        ``layer``, unchanged and with each key's value zeroed in every head."""
+        return moves.layer_outputs(self, text, kind, layer, zero_keys, target)
+
+    def ablation(self, text: str, kind: str, layer: int, heads: list[int],
+                 target: str | None = None):
+        """What leaving ``heads`` out of ``kind``'s ``layer`` does to the output
+        (:class:`~model.analysis.faithfulness.Ablation`)."""
+        return moves.ablation(self, text, kind, layer, heads, target)
 
     def attention_batch(self, texts: list[str]) -> AttentionBatch:
         """Run ``texts`` as one padded batch: a trace per text, and every text's weights of a

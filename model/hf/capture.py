@@ -47,6 +47,10 @@ ATTN_EAGER = "attention_explorer_eager"
 
 _RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar(
     "attention_explorer_hf_recorder", default=None)
+# what a pass of this thread reads or changes beyond the weights (values, each head's output):
+# :class:`model.hf.moves.Probe`, set by :func:`probing`; None outside (one look-up per layer)
+_PROBE: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "attention_explorer_hf_probe", default=None)
 
 
 @dataclass
@@ -218,12 +222,25 @@ def _record(recorder: Recorder, module, query, key, attention_mask, scaling, kwa
     ))
 
 
+def _probed(implementation, module, query, key, value, attention_mask, args, scaling, kwargs):
+    """Call ``implementation``, letting this thread's probe (if any) read or change the values
+    it receives and each head's output it gives (``[batch, query, head, d_head]``)."""
+    probe = _PROBE.get()
+    if probe is not None:
+        value = probe.value(module, query, value)
+    result = implementation(module, query, key, value, attention_mask, *args, scaling=scaling,
+                            **kwargs)
+    if probe is not None:
+        result = (probe.output(module, query, result[0]), *result[1:])
+    return result
+
+
 def _capturing_sdpa(module, query, key, value, attention_mask, *args, scaling=None, **kwargs):
     recorder = _RECORDER.get()
     if recorder is not None:
         _record(recorder, module, query, key, attention_mask, scaling, kwargs)
-    return sdpa_attention_forward(module, query, key, value, attention_mask, *args,
-                                  scaling=scaling, **kwargs)
+    return _probed(sdpa_attention_forward, module, query, key, value, attention_mask, args,
+                   scaling, kwargs)
 
 
 def _capturing_eager(module, query, key, value, attention_mask, *args, scaling=None, **kwargs):
@@ -231,7 +248,23 @@ def _capturing_eager(module, query, key, value, attention_mask, *args, scaling=N
     if recorder is not None:
         _record(recorder, module, query, key, attention_mask, scaling, kwargs)
     eager = sys.modules[type(module).__module__].eager_attention_forward
-    return eager(module, query, key, value, attention_mask, *args, scaling=scaling, **kwargs)
+    return _probed(eager, module, query, key, value, attention_mask, args, scaling, kwargs)
+
+
+def current_probe():
+    """The probe open in this thread, or None."""
+    return _PROBE.get()
+
+
+@contextmanager
+def probing(probe) -> Iterator[Any]:
+    """Inside the block, this thread's passes show ``probe`` every attention call's values and
+    output (:class:`model.hf.moves.Probe`)."""
+    token = _PROBE.set(probe)
+    try:
+        yield probe
+    finally:
+        _PROBE.reset(token)
 
 
 AttentionInterface.register(ATTN_SDPA, _capturing_sdpa)

@@ -5,18 +5,16 @@ their hook points (:func:`model.own.hooks.intervene`), in the thread that asks o
   (their ``hook_z``, weights · V, is zero: the module's output keeps only W_O's bias from them);
 - :func:`value_zeroed`: a block inside which one key's value vector is zero (in every head, or
   in one);
-- :func:`value_zeroing`: Mohebbi et al. 2023's value zeroing: for each key, how much the layer's
-  output at each query changes (cosine distance) when that key's value is zeroed, each row
-  normalised to sum to 1.
+- :func:`layer_output`: what one layer gives, any intervention open applying (value zeroing,
+  Mohebbi et al. 2023, compares it with and without each key's value:
+  :func:`model.own.moves.layer_outputs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from model.own.hooks import hook_name, intervene, record
@@ -96,41 +94,3 @@ def layer_output(model, text: str, target: str | None, kind: str, layer: int) ->
     with record([module]) as store:
         model.trace(text, target)
     return store[hook_name(module)][0].double()
-
-
-@dataclass(frozen=True)
-class ValueZeroing:
-    """Value zeroing of one attention module for one sentence.
-
-    Attributes:
-        distance: ``[query, key]`` 1 − cos(layer output, layer output with key j's value
-            zeroed) at each query.
-        scores: ``distance`` with each row divided by its sum (rows sum to 1; a row that no
-            zeroing changes is 0 throughout).
-        target: the target text traced (an encoder-decoder's own translation when none was
-            given), so that every pass reads the same tokens.
-    """
-
-    distance: np.ndarray
-    scores: np.ndarray
-    target: str | None
-
-
-def value_zeroing(model, text: str, kind: str, layer: int, heads: Sequence[int] | None = None,
-                  target: str | None = None) -> ValueZeroing:
-    """:class:`ValueZeroing` of ``kind``'s attention in ``layer`` of an own ``model``: one pass
-    per key, that key's value zeroed in ``heads`` (None: every head, as in the paper)."""
-    if target is None and not model.family.single_stack:
-        tokens = model.trace(text).axes("decoder.cross")[0]
-        target = " ".join(tokens[1:])  # the model's own translation, without <bos>
-    base = layer_output(model, text, target, kind, layer)
-    keys = len(model.trace(text, target).axes(kind)[1])
-    distance = np.zeros((base.shape[0], keys))
-    for key in range(keys):
-        with value_zeroed(model.network, kind, layer, key, heads):
-            changed = layer_output(model, text, target, kind, layer)
-        distance[:, key] = (1 - torch.nn.functional.cosine_similarity(base, changed, dim=-1)
-                            ).clamp_min(0).cpu().numpy()
-    sums = distance.sum(axis=-1, keepdims=True)
-    scores = np.divide(distance, sums, out=np.zeros_like(distance), where=sums > 0)
-    return ValueZeroing(distance, scores, target)

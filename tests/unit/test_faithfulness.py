@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from model.analysis.faithfulness import value_norms, weight_times_value_norm, without_sink
+from model.analysis.faithfulness import (
+    cosine_distance,
+    value_norms,
+    weight_times_value_norm,
+    without_sink,
+)
 from model.own.hooks import capture
 from tests.helpers import SEED_SENTENCE
 
@@ -147,17 +152,21 @@ def test_ablating_one_head_takes_away_exactly_its_share(translator):
 
 
 def test_value_zeroing_of_a_key_already_zero_changes_nothing(translator):
-    from model.own.ablation import value_zeroed, value_zeroing
+    from model.analysis.faithfulness import value_zeroing_scores
+    from model.own.ablation import value_zeroed
 
-    kind, layer = "encoder.self", 1
-    plain = value_zeroing(translator, SEED_SENTENCE, kind, layer)
+    kind, layer, target = "encoder.self", 1, "猫 坐 在 垫子 上"
     keys = len(SEED_SENTENCE.split())
-    assert plain.distance.shape == (keys, keys) and np.all(plain.distance >= 0)
-    np.testing.assert_allclose(plain.scores.sum(axis=-1), 1.0, rtol=1e-12)
-    assert np.all(plain.distance[:, 4] > 0)  # zeroing "the" before "mat" changes every row
+    plain = translator.layer_outputs(SEED_SENTENCE, kind, layer, list(range(keys)), target)
+    distance = cosine_distance(plain[1:], plain[0][None]).T  # [query, key]
+    assert distance.shape == (keys, keys) and np.all(distance >= 0)
+    np.testing.assert_allclose(value_zeroing_scores(plain[0], plain[1:]).sum(axis=-1), 1.0,
+                               rtol=1e-12)
+    assert np.all(distance[:, 4] > 0)  # zeroing "the" before "mat" changes every row
     with value_zeroed(translator.network, kind, layer, 4):  # its value is zero already
-        zeroed = value_zeroing(translator, SEED_SENTENCE, kind, layer, target=plain.target)
-    np.testing.assert_allclose(zeroed.distance[:, 4], 0.0, atol=1e-12)
+        zeroed = translator.layer_outputs(SEED_SENTENCE, kind, layer, [4], target)
+    np.testing.assert_allclose(cosine_distance(zeroed[1], zeroed[0]), 0.0, atol=1e-12)
+    assert np.all(value_zeroing_scores(zeroed[0], zeroed[1:])[:, 0] == 0)
 
 
 def test_an_intervention_on_a_point_the_model_lacks_is_refused(translator):
@@ -179,7 +188,6 @@ def test_value_zeroing_equals_the_layer_recomputed_by_hand_without_the_keys_shar
     """The encoder layer written out from its own modules: its attention output less key j's
     share Σ_h α_ij v_j W_Oʰ (what a zero value of key j leaves), then Add & Norm, the FFN and
     Add & Norm; 1 − cos against the layer's real output is value zeroing's distance."""
-    from model.own.ablation import value_zeroing
     from model.own.hooks import INPUT, capture, record
 
     layer = translator.network.encoder.layers[0]
@@ -207,9 +215,10 @@ def test_value_zeroing_equals_the_layer_recomputed_by_hand_without_the_keys_shar
                               ).clamp_min(0).detach().numpy()
     finally:
         layer.float()
-    zeroing = value_zeroing(translator, SEED_SENTENCE, "encoder.self", 0,
-                            target="猫 坐 在 垫子 上")
-    np.testing.assert_allclose(zeroing.distance, expected, atol=2e-6)
+    outputs = translator.layer_outputs(SEED_SENTENCE, "encoder.self", 0,
+                                       list(range(x.shape[0])), "猫 坐 在 垫子 上")
+    np.testing.assert_allclose(cosine_distance(outputs[1:], outputs[0][None]).T, expected,
+                               atol=2e-6)
 
 
 def test_an_intervention_changes_only_the_thread_that_opened_it(translator):
