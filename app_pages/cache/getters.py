@@ -616,3 +616,78 @@ def get_rnn_timing(device: str, lengths: tuple[int, ...]):
     return memo(("rnn-timing", device, lengths), _("timing the encoders"),
                 lambda: forward_times(gru, translator, lengths),
                 spinner=_("Timing both encoders at every length…"), readonly=False)
+
+
+# --- What moves (issue 26): the methods beside raw weights, head ablation, the query-key map ---
+# Interventions run in the asking thread only (model.own.hooks.intervene, model.hf.moves.probe),
+# and their results are kept under keys of their own: no ablated pass is ever a trace's.
+
+def get_attention_parts(run):
+    """The run's values, output projections, queries and keys
+    (:class:`~model.analysis.faithfulness.AttentionParts`), once per run."""
+    return memo(("moves_parts", *run.key), _("reading values and output projections"),
+                lambda: run.model.attention_parts(run.key.text, run.key.target),
+                spinner=_("Reading every layer's values and output projection…"),
+                readonly=False)
+
+
+def get_value_zeroing(run, name: str, layer: int) -> np.ndarray:
+    """Value zeroing of one layer (one pass per key)."""
+    from model.analysis.moves import layer_value_zeroing
+
+    parts = get_attention_parts(run)
+    return memo(("value_zeroing", *run.key, name, layer), _("zeroing each value"),
+                lambda: layer_value_zeroing(run.model, run.key.text, parts, name, layer),
+                spinner=_("Zeroing each token's value in turn and running the layer again…"))
+
+
+def get_norm_rollout(run, name: str) -> np.ndarray:
+    """Norm-based rollout of a self-attention stack, ``[layer, query, key]``."""
+    from model.analysis.moves import rollout_of_norms
+
+    parts = get_attention_parts(run)
+    return memo(("norm_rollout", *run.key, name), _("rolling contributions out"),
+                lambda: rollout_of_norms(parts, name))
+
+
+def get_ablation(run, name: str, layer: int, heads: tuple[int, ...]):
+    """What leaving ``heads`` out of one layer changes
+    (:class:`~model.analysis.faithfulness.Ablation`)."""
+    parts = get_attention_parts(run)
+    return memo(("ablation", *run.key, name, layer, tuple(heads)), _("leaving heads out"),
+                lambda: run.model.ablation(run.key.text, name, layer, list(heads),
+                                           parts.target),
+                spinner=_("Running the model without the chosen heads…"), readonly=False)
+
+
+def get_head_ranking(run, name: str, layer: int) -> list:
+    """Every head of a layer left out alone, largest change first (a progress bar per head)."""
+    from model.analysis.moves import rank_heads
+
+    key = ("head_ranking", *run.key, name, layer)
+    found, value = shared_cache().peek(key)
+    if found:
+        return value
+    parts = get_attention_parts(run)
+    bar = st.progress(0.0, text=_("Leaving each head out in turn…"))
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=_("Left out {done} of {total} heads").format(
+            done=done, total=total))
+
+    try:
+        return memo(key, _("ranking heads"), lambda: rank_heads(
+            run.model, run.key.text, name, layer, parts.target, progress=progress),
+            readonly=False)
+    finally:
+        bar.empty()
+
+
+def get_qk_map(run, name: str, layer: int, head: int, method: str):
+    """A head's queries and keys in one 2-D map (:func:`model.analysis.moves.qk_map`)."""
+    from model.analysis.moves import qk_map
+
+    parts = get_attention_parts(run)
+    return memo(("qk_map", *run.key, name, layer, head, method), _("mapping queries and keys"),
+                lambda: qk_map(parts, name, layer, head, method),
+                spinner=_("Projecting the queries and keys…"), readonly=False)

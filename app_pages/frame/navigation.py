@@ -90,6 +90,8 @@ PAGES = (
              link=_widgets("mask_kind", "mask_layer", "mask_head", "mask_step")),
     PageSpec(VIEWS + "rollout.py", "rollout", N_("Rollout"), "🌊", LOOK,
              link=_widgets("ro_kind", "ro_layer")),
+    PageSpec(VIEWS + "moves.py", "what_moves", N_("What moves"), "🧲", LOOK,
+             link=_widgets("wm_kind", "wm_layer", "wm_head")),
     PageSpec(VIEWS + "stats.py", "stats", N_("Head statistics"), "📊", LOOK,
              link=_widgets("st_kind")),
     PageSpec(VIEWS + "corpus.py", "corpus", N_("Corpus"), "📚", MANY, reads_text=False,
