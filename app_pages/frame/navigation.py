@@ -73,15 +73,19 @@ def _widgets(kind: str = "", layer: str = "", head: str = "", step: str = ""
         if key)
 
 
+# the heatmap pages' sink toggle (app_pages/frame/sink.py), carried as ?sink=1
+SINK_LINK = ("sink", "sink_out", flag)
+
 PAGES = (
     PageSpec(VIEWS + "start.py", "", N_("Start here"), "👋", START, reads_text=False,
              default=True),
     PageSpec(VIEWS + "translate.py", "translate", N_("Translate"), "🈯", START,
              reads_text=False,
              link=(("sentence", "translate_text", str),
-                   *_widgets(layer="dec_layer", step="step"), ("head", "dec_head", int_or_text))),
+                   *_widgets(layer="dec_layer", step="step"), ("head", "dec_head", int_or_text),
+                   SINK_LINK)),
     PageSpec(VIEWS + "explore.py", "explore", N_("Explore"), "🔍", START,
-             link=_widgets("kind", "layer", "head")),
+             link=(*_widgets("kind", "layer", "head"), SINK_LINK)),
     PageSpec(VIEWS + "model_view.py", "model_view", N_("Model view"), "🧱", LOOK,
              link=_widgets("mv_kind")),
     PageSpec(VIEWS + "head_view.py", "head_view", N_("Head view"), "🔗", LOOK,
@@ -93,7 +97,7 @@ PAGES = (
     PageSpec(VIEWS + "moves.py", "what_moves", N_("What moves"), "🧲", LOOK,
              link=_widgets("wm_kind", "wm_layer", "wm_head")),
     PageSpec(VIEWS + "stats.py", "stats", N_("Head statistics"), "📊", LOOK,
-             link=_widgets("st_kind")),
+             link=(*_widgets("st_kind"), SINK_LINK)),
     PageSpec(VIEWS + "corpus.py", "corpus", N_("Corpus"), "📚", MANY, reads_text=False,
              link=(("sentences", "cp_pasted", str), ("queries", "cp_queries", str),
                    ("keys", "cp_keys", str), ("before", "cp_before", flag),
@@ -111,7 +115,7 @@ PAGES = (
                    ("head_a", "cmp_ma_head", int), ("kind_b", "cmp_mb_kind", str),
                    ("layer_b", "cmp_mb_layer", int), ("head_b", "cmp_mb_head", int),
                    ("stage_layer", "cmp_stage_layer", int),
-                   ("stage_head", "cmp_stage_head", int))),
+                   ("stage_head", "cmp_stage_head", int), SINK_LINK)),
     PageSpec(VIEWS + "positions.py", "positions", N_("Positions"), "🕰️", PARTS,
              reads_text=False),
     PageSpec(VIEWS + "shapes.py", "shapes", N_("Shapes and costs"), "📐", PARTS),

@@ -40,6 +40,7 @@ from app_pages.frame.settings import (
     settings,
     within,
 )
+from app_pages.frame.sink import SINK, sink_drawn, sink_toggle
 from i18n import N_, _
 from model import BUNDLED, Family
 from model.analysis.cuts import shared_ceiling, stage_weights
@@ -140,9 +141,13 @@ def _head(run: Run, name: str, layer: int, head: int, title: str, zmax: float = 
     trace = run.trace
     q_tokens, k_tokens = trace.axes(name)
     weights, factors = _pooled_head(run, name, layer, head)
+    sunk = sink_drawn(bool(st.session_state.get(SINK, False)), weights,
+                      trace.mask(name, layer), factors, str(k_tokens[0]))
     return viz.attention_heatmap(
-        weights, list(q_tokens), list(k_tokens), allowed=trace.mask(name, layer), title=title,
-        special=trace.special(name), factors=factors, max_side=HEAD_SIDE, zmax=zmax)
+        sunk.weights, list(q_tokens), list(k_tokens), allowed=trace.mask(name, layer),
+        title=title + (f"<br><sup>{sunk.short}</sup>" if sunk.short else ""),
+        special=trace.special(name), factors=factors, max_side=HEAD_SIDE,
+        zmax=sunk.zmax or zmax)
 
 
 def _layer_head(trace, name: str, prefix: str, container=st) -> tuple[int, int]:
@@ -371,4 +376,6 @@ st.title(_("Compare"))
 _layout()
 mode = widgets.radio(_("Compare"), list(MODES), key="cmp_mode", horizontal=True,
                      format_func=lambda m: _(MODES[m]), label_visibility="collapsed")
+if mode != "stages":  # the two heads drawn side by side, each with the sink left out
+    sink_toggle()
 {"sentences": _sentences, "models": _models, "stages": _stages}[mode]()

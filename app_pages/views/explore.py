@@ -14,6 +14,7 @@ from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import PAGES, script
 from app_pages.frame.run import load_run
 from app_pages.frame.settings import CAPTURE_NAMES, FAMILY_NAMES, SCHEME_NAMES, kind_name, named
+from app_pages.frame.sink import sink_drawn, sink_toggle
 from i18n import N_, _
 from model.analysis import questions
 from model.analysis.cuts import (
@@ -88,28 +89,36 @@ scale = widgets.radio(
     help=_("Long inputs spread each row over many tokens, so every weight is small. Fitted, the "
            "layer's largest weight is the darkest; automatic fits past {fit_above} tokens."
            ).format(fit_above=FIT_ABOVE))
+sink_on = sink_toggle()
 with explained_errors():  # running out of memory, explained on the page
     summary = get_layer_summary(run, name, layer)  # every head of the layer, once
     weights, factors = get_head_view(run, name, layer, head, HEAD_SIDE)
 allowed = trace.mask(name, layer)
 zmax, fitted = colour_ceiling(summary.peak, len(k_tokens), COLOUR_SCALES[scale])
+model_weights = weights
+sunk = sink_drawn(sink_on, weights, allowed, factors, str(k_tokens[0]))
+weights = sunk.weights
+zmax_head = sunk.zmax or zmax
+sunk_grid = sink_drawn(sink_on, summary.grid, allowed, summary.grid_factors, str(k_tokens[0]))
 heatmap = viz.attention_heatmap(
     weights, rows.labels, k_tokens, allowed=allowed, factors=factors, max_side=HEAD_SIDE,
     title=_("{name} · layer {layer} · head {head}").format(name=kind_name(name), layer=layer,
                                                            head=head),
-    y_title=rows.title, special=(rows.special, trace.special(name)[1]), zmax=zmax,
+    y_title=rows.title, special=(rows.special, trace.special(name)[1]), zmax=zmax_head,
     query_hover=rows.hover, highlight=cell)
-grid = viz.heads_grid(summary.grid, rows.labels, k_tokens, allowed=allowed,
+grid = viz.heads_grid(sunk_grid.weights, rows.labels, k_tokens, allowed=allowed,
                       factors=summary.grid_factors, cols=3 if trace.n_heads % 3 == 0 else 4,
-                      zmax=zmax, query_hover=rows.hover,
+                      zmax=sunk_grid.zmax or zmax, query_hover=rows.hover,
                       highlight=None if cell is None else (head, *cell))
-shortfall = row_shortfall(weights, allowed) if tuple(factors) == (1, 1) else 0.0  # exact
-if shortfall > 1e-3:
+shortfall = row_shortfall(model_weights, allowed) if tuple(factors) == (1, 1) else 0.0  # exact
+if sunk.note:
+    st.caption(sunk.note)
+elif shortfall > 1e-3:
     st.caption(_("Rows of this head sum to less than 1 (by up to {share:.1%}): the rest goes to "
                  "what is not a token, a learned attention sink or compressed keys. The weights "
                  "are shown as the model mixes the values with them, not rescaled.").format(
                      share=shortfall))
-if fitted:
+if fitted and not sunk.note:
     st.caption(_("Colours fitted to this layer: the darkest colour is its largest weight away "
                  "from the first token, {zmax:.3f}; weights on the first token (often an "
                  "'attention sink') may be larger and are drawn darkest too."

@@ -147,9 +147,9 @@ st.caption(_("Every query (circle) and key (diamond) of this head, projected tog
              "are moved so that their mean is the queries' mean, and queries and keys scaled to "
              "the same mean length (AttentionViz, Yeh et al. 2023); neither changes any row's "
              "softmax, so a query tends to attend to the keys near it. Click a query to open "
-             "its row in Explore.") + (" " + _("This head shares its keys with {count} heads (grouped-query "
-                                    "attention): they are drawn once.").format(count=shared)
-                            if shared > 1 else ""))
+             "its row in Explore.") + (
+    " " + _("This head shares its keys with {count} heads (grouped-query attention): they are "
+            "drawn once.").format(count=shared) if shared > 1 else ""))
 points = (event or {}).get("selection", {}).get("points", []) if event else []
 for point in points:
     is_key, position = (point.get("customdata") or [None, None])[:2]

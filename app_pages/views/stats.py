@@ -13,6 +13,7 @@ from app_pages.frame.classroom import table
 from app_pages.frame.controls import bounded_analysis, kind_selector, metric_name, open_head
 from app_pages.frame.events import selected_head
 from app_pages.frame.run import load_run
+from app_pages.frame.sink import sink_drawn, sink_toggle
 from i18n import _
 from model.analysis.cuts import boundary_label, query_rows, sentence_split
 from model.analysis.statistics import STATS, defined_metrics, stats_table
@@ -55,11 +56,14 @@ rows, k_tokens = query_rows(trace, name), trace.axes(name)[1]
 q_tokens = rows.labels
 mean, mean_factors, _mass = get_mean(run, name, layers, heads, range(len(q_tokens)),
                                      range(len(k_tokens)), HEAD_SIDE)
-chart(viz.attention_heatmap(mean, q_tokens, k_tokens, allowed=trace.mask(name),
+sunk = sink_drawn(sink_toggle(), mean, trace.mask(name), mean_factors, str(k_tokens[0]))
+chart(viz.attention_heatmap(sunk.weights, q_tokens, k_tokens, allowed=trace.mask(name),
                             factors=mean_factors, max_side=HEAD_SIDE, query_hover=rows.hover,
-                            y_title=rows.title,
+                            y_title=rows.title, zmax=sunk.zmax or 1.0,
                             title=_("Weights averaged over the chosen layers and heads")),
       key="aggregate")
+if sunk.note:
+    st.caption(sunk.note)
 c3, c4 = st.columns(2)
 q_cut = sentence_split(q_tokens, rows.special)
 k_cut = sentence_split(k_tokens, trace.special(name)[1])

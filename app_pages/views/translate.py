@@ -15,6 +15,7 @@ from app_pages.frame.controls import stepper
 from app_pages.frame.errors import describe_error, explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.settings import settings
+from app_pages.frame.sink import sink_drawn, sink_toggle
 from i18n import N_, _
 from model.analysis import questions
 from model.analysis.cuts import generation_step, written_words
@@ -111,14 +112,21 @@ heading.markdown("### " + literal(" ".join(written[:min(step, len(written) - 1)]
 step_line.markdown(_("**Step {step}:** written so far: {so_far} → chooses **{word}**").format(
     step=step, so_far=" ".join(now.so_far) or _("(nothing yet)"), word=now.chosen))
 
+sink_on = sink_toggle()
+sunk_self = sink_drawn(sink_on, now.self_weights, now.self_allowed,
+                       first_token=str(now.self_keys[0]))
+sunk_align = sink_drawn(sink_on, now.alignment[:step], first_token=str(now.source_tokens[0]))
 col_self, col_cross = st.columns(2)
 with col_self:
     chart(viz.attention_heatmap(
-        now.self_weights, now.rows.labels[:step], now.self_keys, allowed=now.self_allowed,
+        sunk_self.weights, now.rows.labels[:step], now.self_keys, allowed=now.self_allowed,
         query_hover=now.rows.hover[:step], y_title=now.rows.title,
-        x_title=_("key: the words read so far"),
-        title=_("Masked self-attention up to step {step}").format(step=step)),
+        x_title=_("key: the words read so far"), zmax=sunk_self.zmax or 1.0,
+        title=_("Masked self-attention up to step {step}").format(step=step)
+        + (f"<br><sup>{sunk_self.short}</sup>" if sunk_self.short else "")),
         key="self_heatmap", share=0.5)
+    if sunk_self.note:
+        st.caption(sunk_self.note)
     st.caption(_("Each row is named by the word it writes and reads the word before it: it may "
                  "look only at the words read so far; grey cells are masked (−∞ before "
                  "softmax, weight 0 after)."))
@@ -133,10 +141,14 @@ with col_cross:
 col_align, col_topk = st.columns(2)
 with col_align:
     chart(viz.attention_heatmap(
-        now.alignment[:step], now.rows.labels[:step], now.source_tokens,
+        sunk_align.weights, now.rows.labels[:step], now.source_tokens,
         query_hover=now.rows.hover[:step], special=([r for r in now.rows.special if r < step], ()),
-        title=_("Alignment: word written × source word, up to step {step}").format(step=step),
-        x_title=_("English word"), y_title=now.rows.title), key="alignment", share=0.5)
+        title=_("Alignment: word written × source word, up to step {step}").format(step=step)
+        + (f"<br><sup>{sunk_align.short}</sup>" if sunk_align.short else ""),
+        x_title=_("English word"), y_title=now.rows.title, zmax=sunk_align.zmax or 1.0),
+        key="alignment", share=0.5)
+    if sunk_align.note:
+        st.caption(sunk_align.note)
     st.caption(_("Each row is the cross-attention of the step that wrote that word; the rows "
                  "of later steps appear as the steps are reached."))
 with col_topk:

@@ -216,3 +216,42 @@ def norm_rollout(contributions: list[np.ndarray], residual: float = 0.5) -> np.n
         result = mixed @ result
         out[layer] = result
     return out
+
+
+@dataclass(frozen=True)
+class SinkView:
+    """Weights as the sink toggle draws them (:func:`sink_left_out`).
+
+    Attributes:
+        weights: ``[..., query, key]`` each row renormalised over what is left.
+        left_out: ``[..., query]`` the mass each row had on the sink.
+        learned: the sink is a learned logit (no token): rows were divided by their sums;
+            else the first token's column was left out (NaN).
+    """
+
+    weights: np.ndarray
+    left_out: np.ndarray
+    learned: bool
+
+
+LEARNED_SINK_SHORTFALL = 1e-3  # rows summing short of 1 by more: a learned sink took the rest
+
+
+def sink_left_out(weights: np.ndarray, allowed: np.ndarray | None = None) -> SinkView:
+    """The sink toggle's recipe. Where rows sum to 1, the first token is the sink: its column is
+    left out and each row renormalised, ``w'_ij = w_ij / (1 − w_i0)`` (:func:`without_sink`).
+    Where rows sum short of 1 (a model with learned sinks, which take weight and give no
+    value), the learned sink is left out instead: each row divided by its sum.
+
+    A row with nothing left (a causal model's first row) is NaN: it has nothing to share.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    sums = np.nansum(w, axis=-1)
+    live = sums > 0 if allowed is None else np.broadcast_to(
+        np.asarray(allowed, bool).any(axis=-1), sums.shape)
+    if np.any(live) and float((1.0 - sums[live]).max()) > LEARNED_SINK_SHORTFALL:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            renormalised = np.where(sums[..., None] > 0, w / sums[..., None], np.nan)
+        return SinkView(renormalised, np.where(live, 1.0 - sums, 0.0), True)
+    found = without_sink(w, sink=0)
+    return SinkView(found.weights, found.left_out, False)
