@@ -74,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
         help="auto (CUDA when present, else CPU), cpu or cuda (default: auto)")
     export.add_argument("--dtype", choices=DTYPE_CHOICES, default="auto", help=DTYPE_HELP)
     export.add_argument(
+        "--moves", nargs="?", const="norm,value_zeroing,rollout", default=None,
+        metavar="METHODS",
+        help="also write What moves' arrays beside the weights (comma-separated: norm, "
+             "value_zeroing, rollout; alone: all three); texts of up to 128 tokens")
+    export.add_argument(
         "--debug", action="store_true",
         help="on an unexpected error, show the whole traceback instead of one line")
     corpus = commands.add_parser(
@@ -219,10 +224,17 @@ def _export(args: argparse.Namespace) -> int:
     model = load(spec, device=device, dtype=args.dtype)
     if args.target is not None and model.family is not Family.ENCODER_DECODER:
         raise ValueError(f"--target applies to encoder-decoder models; {spec} is {model.family}")
-    trace = model.trace(args.text, target=args.target)
+    if args.moves is not None:
+        from model.analysis.moves import with_extras
+
+        methods = tuple(m.strip() for m in args.moves.split(",") if m.strip())
+        trace = with_extras(model, args.text, args.target, methods)
+    else:
+        trace = model.trace(args.text, target=args.target)
     path = trace.save(args.out)
     shapes = ", ".join(f"{n} {tuple(trace.attention[n].shape)}" for n in trace.names)
-    print(f"wrote {path}: {trace.family}, {shapes}")
+    extras = "".join(f", {key} {tuple(a.shape)}" for key, a in trace.extras.items())
+    print(f"wrote {path}: {trace.family}, {shapes}{extras}")
     return 0
 
 

@@ -40,6 +40,12 @@ TOKEN_FIELDS = {"tokens": ("tokens", "ids"), "source": ("source_tokens", "source
                 "target": ("target_tokens", "target_ids")}
 
 
+# What moves' arrays a trace may carry beside its weights ("{kind}.{method}"): weight ×
+# ‖value after W_O‖ per head [layer, head, query, key]; value zeroing and norm-based rollout per
+# layer [layer, query, key] (model.analysis.moves).
+EXTRA_METHODS = ("norm", "value_zeroing", "rollout")
+
+
 @dataclass(frozen=True)
 class AttentionTrace:
     """Token strings, input ids and attention weights of one run, with its metadata.
@@ -71,6 +77,10 @@ class AttentionTrace:
             ``special_positions``.
         unknown: per token axis, the positions of unknown tokens (``[UNK]``: the tokenizer had
             no token for that text) and the input text each replaced (``""`` where unknown).
+        extras: optional arrays beside the weights, named ``"{kind}.{method}"`` (What moves:
+            :data:`EXTRA_METHODS`, made by :func:`model.analysis.moves.with_extras`), each
+            float32 ``[layer, head, query, key]`` or ``[layer, query, key]``; exported as they
+            are, and older files without them load with none.
     """
 
     model: str
@@ -91,6 +101,7 @@ class AttentionTrace:
     special_positions: Mapping[str, Sequence[int]] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
     unknown: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         family = Family.parse(self.family)
@@ -145,6 +156,21 @@ class AttentionTrace:
             positions = self._check_positions(axis, texts, "unknown tokens")
             unknown[axis] = {p: str(texts[key]) for p, key in zip(positions, texts)}
         object.__setattr__(self, "unknown", unknown)
+        extras = {}
+        for key, array in dict(self.extras).items():
+            kind, _dot, method = str(key).rpartition(".")
+            if kind not in family.kinds or method not in EXTRA_METHODS:
+                raise ValueError(f"an extra array is named kind.method ({family.kinds}, "
+                                 f"{EXTRA_METHODS}), not {key!r}")
+            array = np.asarray(array, dtype=np.float32)
+            q_len, k_len = (len(t) for t in self.axes(kind))
+            if array.ndim not in (3, 4) or array.shape[0] != self.layers(kind) or \
+                    array.shape[-2:] != (q_len, k_len) or \
+                    (array.ndim == 4 and array.shape[1] != self.n_heads):
+                raise ValueError(f"extra {key} has shape {array.shape}; expected [layer, (head,) "
+                                 f"{q_len} queries, {k_len} keys]")
+            extras[key] = readonly(array)
+        object.__setattr__(self, "extras", extras)
 
     def _check_positions(self, axis: str, positions, what: str) -> list[int]:
         """``positions`` as ints, checked against the length of token axis ``axis``."""
@@ -351,6 +377,7 @@ class AttentionTrace:
                 arrays[name] = getattr(self, name)
         for name in self.names:
             arrays[name] = self.stack(name)
+        arrays.update(self.extras)
         arrays["meta"] = np.array(json.dumps(self.metadata(), ensure_ascii=False))
         with path.open("wb") as f:
             np.savez(f, **arrays)
@@ -362,8 +389,12 @@ class AttentionTrace:
         with np.load(path) as data:
             meta = json.loads(str(data["meta"]))
             family = Family.parse(meta.pop("family"))
-            kwargs = {k: data[k] for k in data.files if k != "meta" and k not in family.kinds}
+            extra = [k for k in data.files if k.rpartition(".")[2] in EXTRA_METHODS
+                     and k.rpartition(".")[0] in family.kinds]
+            kwargs = {k: data[k] for k in data.files
+                      if k != "meta" and k not in family.kinds and k not in extra}
             attention = {name: data[name] for name in family.kinds}
+            extras = {k: data[k] for k in extra}
         known = ("model", "n_heads", "n_kv_heads", "positional", "device", "dtype")
         fields = {k: meta.pop(k) for k in known if k in meta}
         for derived in ("n_layers", "layers"):
@@ -372,4 +403,4 @@ class AttentionTrace:
         unknown = {axis: {int(p): text for p, text in texts.items()}  # JSON keys are strings
                    for axis, texts in meta.pop("unknown", {}).items()}
         return cls(family=family, attention=attention, meta=meta, steps=steps, unknown=unknown,
-                   **fields, **kwargs)
+                   extras=extras, **fields, **kwargs)

@@ -5,7 +5,8 @@ Imports numpy and plotly only (never streamlit, torch or transformers). Builders
 - one view each: :mod:`.heatmap` (a head, a layer's heads), :mod:`.model_view`,
   :mod:`.head_view`, :mod:`.mask_view`, :mod:`.rollout` (a rollout pooled to what is drawn),
   :mod:`.compare` (the difference of two heads), :mod:`.stats`, :mod:`.bars`,
-  :mod:`.live` (a live class's votes beside the model's answer),
+  :mod:`.live` (a live class's votes beside the model's answer), :mod:`.moves` (What moves'
+  methods, heads ranked by ablation, the query–key map),
   :mod:`.positional`, :mod:`.costs`;
 - shared: :mod:`.sizes` (the sizes views are drawn at), :mod:`.pooling` (long axes in blocks),
   :mod:`.labels` (token labels, fitted so that none overlap), :mod:`.style` (colours and fonts),

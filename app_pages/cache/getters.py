@@ -691,3 +691,12 @@ def get_qk_map(run, name: str, layer: int, head: int, method: str):
     return memo(("qk_map", *run.key, name, layer, head, method), _("mapping queries and keys"),
                 lambda: qk_map(parts, name, layer, head, method),
                 spinner=_("Projecting the queries and keys…"), readonly=False)
+
+
+def get_trace_with_moves(run):
+    """The run's trace with What moves' arrays beside its weights (the export's optional
+    ``KIND.METHOD`` arrays), for its download."""
+    from model.analysis.moves import with_extras
+
+    return memo(("trace_with_moves", *run.key), _("computing what moves in every layer"),
+                lambda: with_extras(run.model, run.key.text, run.key.target), readonly=False)

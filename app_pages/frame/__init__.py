@@ -15,6 +15,8 @@
 - :mod:`.events`: chart selection events, parsed in one place;
 - :mod:`.links`: links that reopen a view (the URL's query parameters);
 - :mod:`.markdown`: user text shown in markdown as it is;
+- :mod:`.sink`: the heatmap pages' sink toggle (the sink left out, rows renormalised, the mass
+  left out said);
 - :mod:`.navigation`: the pages, in navigation order, with their URL paths;
 - :mod:`.live`: a live class on the teacher's pages (start, the join code and QR code, the
   questions a page prepares, the live count and the reveal).

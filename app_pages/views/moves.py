@@ -13,15 +13,16 @@ from app_pages.cache.getters import (
     get_head_ranking,
     get_norm_rollout,
     get_qk_map,
+    get_trace_with_moves,
     get_value_zeroing,
 )
 from app_pages.frame import widgets
-from app_pages.frame.charts import chart
+from app_pages.frame.charts import chart, export_name
 from app_pages.frame.controls import kind_selector
 from app_pages.frame.errors import explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
-from app_pages.frame.run import load_run
+from app_pages.frame.run import load_run, trace_bytes
 from app_pages.frame.settings import kind_name
 from i18n import N_, _
 from model.analysis.cuts import query_rows
@@ -102,6 +103,13 @@ largest = found.norm_absolute.max()
 st.caption(_("Outlined in orange: a row's largest key where it is not the raw weights' largest. "
              "The longest vector a key adds through this head here has length {norm:.3f}.").format(
     norm=largest))
+
+st.download_button(
+    _("This trace with what moves (.npz)"), data=lambda: trace_bytes(get_trace_with_moves(run)),
+    file_name=f"{export_name('trace', 'moves')}.npz", mime="application/octet-stream",
+    key="wm_npz", on_click="ignore", icon=":material/download:",
+    help=_("The weights and, beside them, every layer's weight × ‖value‖, value zeroing and "
+           "rollout (the export format's optional arrays); computed when downloaded."))
 
 # --- head ablation ---------------------------------------------------------------------------
 st.subheader(_("Leave heads out"))

@@ -5,7 +5,10 @@ streamlit or :mod:`model.hf`.
 - :mod:`.statistics`: per-head statistics, aggregates over heads, span-to-span attention;
 - :mod:`.rollout`: attention rollout through a stack;
 - :mod:`.faithfulness`: what attention moves beside what it weighs (weight × ‖value after
-  W_O‖, the sink left out and the rows renormalised);
+  W_O‖, the sink left out and the rows renormalised, value zeroing's scores, norm-based
+  rollout);
+- :mod:`.moves`: the "What moves" view on any model that offers its attention's parts: the four
+  methods side by side, heads ranked by ablation, the query–key map, the export's extra arrays;
 - :mod:`.costs`: tensor shapes, parameter split, attention and KV-cache sizes;
 - :mod:`.positions`: the sinusoidal table, RoPE and the loaded model's own positions;
 - :mod:`.cuts`: what each page draws, cut from a trace (query rows, a window, a generation step,

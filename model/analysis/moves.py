@@ -230,3 +230,48 @@ def qk_map(parts: AttentionParts, kind: str, layer: int, head: int, method: str 
         raise ValueError(f"method must be 'pca' or 'tsne', not {method!r}")
     return QKMap(points=np.asarray(points, np.float64), n_queries=len(q), method=method,
                  shift=shift, scale=c)
+
+
+def with_extras(model, text: str, target: str | None = None,
+                methods: tuple[str, ...] | None = None, progress=None):
+    """The trace of ``text`` with What moves' arrays beside its weights (the export format's
+    optional ``"{kind}.{method}"`` arrays, :data:`model.trace.EXTRA_METHODS`): ``norm`` (α_ij
+    ‖v_j W_Oʰ‖ per head, not divided by the row's sum), ``value_zeroing`` (each layer's, rows
+    normalised) and ``rollout`` (norm-based, self-attention kinds only).
+
+    Args:
+        methods: which (default all three).
+        progress: called ``progress(done, total)`` after each kind and layer.
+
+    Raises:
+        ValueError: an unknown method, or a text past :data:`MOVES_LIMIT` tokens.
+        CaptureError: a model whose values or output projections cannot be reached.
+    """
+    import dataclasses
+
+    from model.trace import EXTRA_METHODS
+
+    methods = tuple(EXTRA_METHODS if methods is None else methods)
+    unknown = [m for m in methods if m not in EXTRA_METHODS]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}: choose from {EXTRA_METHODS}")
+    check_length(model, text, target)
+    parts = model.attention_parts(text, target)
+    trace = parts.trace
+    extras: dict[str, np.ndarray] = {}
+    steps = [(kind, layer) for kind in trace.names for layer in range(trace.layers(kind))]
+    for done, (kind, layer) in enumerate(steps, start=1):
+        check_keys(parts, kind)
+        if "norm" in methods:
+            extras.setdefault(f"{kind}.norm", []).append(norm_based(parts, kind, layer))
+        if "value_zeroing" in methods:
+            extras.setdefault(f"{kind}.value_zeroing", []).append(
+                layer_value_zeroing(model, text, parts, kind, layer))
+        if progress is not None:
+            progress(done, len(steps))
+    if "rollout" in methods:
+        for kind in trace.names:
+            if kind.endswith(".self"):
+                extras[f"{kind}.rollout"] = rollout_of_norms(parts, kind)
+    arrays = {key: np.asarray(value, np.float32) for key, value in extras.items()}
+    return dataclasses.replace(trace, extras=arrays)

@@ -7,6 +7,8 @@
   exactly a head at a time (:class:`~model.hf.capture.LazyAttention`);
 - :mod:`.eager`: the other route, for models whose attention bypasses that interface: their own
   eager ``output_attentions`` (bands and local blocks laid out as full maps);
+- :mod:`.moves`: what attention moves and head ablation: values, output projections (found by
+  the input they read) and each head's output, read or changed through the recording function;
 - :mod:`.labels`: readable token labels (byte-level BPE, SentencePiece, split characters).
 
 Never imports :mod:`model.own`.

@@ -7,7 +7,9 @@
 - :mod:`.position_encoding`: the sinusoidal table and RoPE (seed 3.4 step 0);
 - :mod:`.hooks`: identity hook points, the thread-safe ``capture`` context manager and
   ``intervene``, which replaces what hook points return;
-- :mod:`.ablation`: heads ablated and values zeroed through ``intervene``, and value zeroing;
+- :mod:`.ablation`: heads ablated and values zeroed through ``intervene``, a layer's output;
+- :mod:`.moves`: the adapter's parts for "What moves" (values, W_O, queries, keys), value
+  zeroing's passes and head ablation's outcome;
 - :mod:`.vocab`: the word-level vocabulary;
 - :mod:`.adapter`: :class:`OwnModel`, the ``LoadedModel`` of ``own-random``;
 - :mod:`.translator`, :mod:`.training_pairs`, :mod:`.train`, ``weights/``: ``own-translator``, its

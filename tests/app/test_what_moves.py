@@ -100,3 +100,10 @@ def test_the_bundled_pretrained_models_show_every_view(spec):
     at.multiselect(key="wm_ablate").set_value([0]).run()
     assert not at.exception, at.exception
     assert at.metric[0].value
+
+
+def test_the_page_offers_the_trace_with_what_moves():
+    at = _page()
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "This trace with what moves (.npz)" in labels  # its file: with_extras, tested in
+    # tests/unit/test_moves.py::test_the_export_carries_what_moves_and_reads_it_back

@@ -356,3 +356,66 @@ def test_what_moves_refuses_a_text_past_its_limit_before_running(translator, mon
     monkeypatch.setattr(translator, "attention_parts", lambda *a: pytest.fail("it ran"))
     with pytest.raises(ValueError, match="at most 5 tokens.*has 6"):
         moves.what_moves(translator, SEED_SENTENCE, "encoder.self", 0, 0)
+
+
+# --- the export's optional arrays ------------------------------------------------------------
+
+def test_the_export_carries_what_moves_and_reads_it_back(translator, tmp_path):
+    from model.analysis.faithfulness import value_zeroing_scores
+    from model.trace import AttentionTrace
+
+    trace = moves.with_extras(translator, SEED_SENTENCE)
+    path = trace.save(tmp_path / "moves.npz")
+    back = AttentionTrace.load(path)
+    assert set(back.extras) == {f"{k}.{m}" for k in trace.names for m in ("norm", "value_zeroing")
+                                } | {"encoder.self.rollout", "decoder.self.rollout"}
+    parts = translator.attention_parts(SEED_SENTENCE)
+    for kind in trace.names:
+        for layer in range(trace.layers(kind)):
+            found = moves.what_moves(translator, SEED_SENTENCE, kind, layer, 0, parts=parts)
+            np.testing.assert_allclose(back.extras[f"{kind}.norm"][layer, 0],
+                                       found.norm_absolute, rtol=1e-5, atol=1e-6)
+            outputs = translator.layer_outputs(SEED_SENTENCE, kind, layer,
+                                               list(range(len(trace.axes(kind)[1]))),
+                                               parts.target)
+            np.testing.assert_allclose(back.extras[f"{kind}.value_zeroing"][layer],
+                                       value_zeroing_scores(outputs[0], outputs[1:]), atol=1e-6)
+            if found.rollout is not None:
+                np.testing.assert_allclose(back.extras[f"{kind}.rollout"][layer], found.rollout,
+                                           atol=1e-6)
+    # read with numpy alone, as the format's documentation says
+    with np.load(path) as data:
+        assert data["encoder.self.norm"].dtype == np.float32
+        assert data["decoder.cross.value_zeroing"].shape == (3, 6, 6)
+
+
+def test_an_older_export_without_them_still_loads():
+    from pathlib import Path
+
+    from model.trace import AttentionTrace
+
+    old = AttentionTrace.load(Path(__file__).parents[1] / "data" / "own-translator-v1.npz")
+    assert old.extras == {}
+
+
+def test_extras_of_the_wrong_name_or_shape_are_refused(translator):
+    import dataclasses
+
+    trace = translator.trace(SEED_SENTENCE)
+    with pytest.raises(ValueError, match="kind.method"):
+        dataclasses.replace(trace, extras={"encoder.self.attribution": np.zeros((3, 6, 6))})
+    with pytest.raises(ValueError, match="expected"):
+        dataclasses.replace(trace, extras={"encoder.self.rollout": np.zeros((3, 5, 6))})
+    with pytest.raises(ValueError, match="unknown methods"):
+        moves.with_extras(translator, SEED_SENTENCE, methods=("lrp",))
+
+
+def test_the_command_line_writes_them(tmp_path, capsys):
+    from model.__main__ import main
+
+    out = tmp_path / "cli.npz"
+    assert main(["export", "--model", "own-translator", "--text", SEED_SENTENCE, "--out",
+                 str(out), "--device", "cpu", "--moves", "norm"]) == 0
+    assert "encoder.self.norm (3, 4, 6, 6)" in capsys.readouterr().out
+    with np.load(out) as data:
+        assert "encoder.self.norm" in data.files and "encoder.self.rollout" not in data.files
