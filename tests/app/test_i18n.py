@@ -210,6 +210,10 @@ LATIN_OK = {
     # its references), and the recurrent models' names
     "lstm", "gru", "seq2seq", "bahdanau", "resnet", "relu", "own-rnn", "own-gru",
     "own-bahdanau",
+    # What moves: the methods' authors and tools as their papers are cited, and the formulas'
+    # indices (α_ij, v_j, W_Oʰ, w_first)
+    "kobayashi", "mohebbi", "abnar", "zuidema", "yeh", "et", "al", "attentionviz", "pca",
+    "t-sne", "transformers", "head_mask", "eager", "ij", "v_j", "w_o", "w_first",
 }
 
 def _strings_of(element) -> list[str]:
