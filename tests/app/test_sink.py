@@ -93,8 +93,11 @@ def test_a_learned_sink_is_divided_out_of_each_row():
 
 
 def test_the_note_is_said_in_chinese():
-    at = app_test("explore", timeout=300, lang="zh", model_choice="smollm2", text=TEXT,
-                  sink_out=True)
+    import i18n
+
+    with i18n.use("zh"):  # AppTest formats the widgets' options in the test's own thread
+        at = app_test("explore", timeout=300, lang="zh", model_choice="smollm2", text=TEXT,
+                      sink_out=True)
     assert not at.exception, at.exception
     assert any("已去掉注意力汇聚点" in c.value for c in at.caption)
     assert at.toggle(key="sink_out").proto.label == "去掉注意力汇聚点"
