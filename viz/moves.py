@@ -57,14 +57,15 @@ def ablation_bars(heads: Sequence[int], changes: Sequence[float], *, measure: st
     changed drawn orange)."""
     changed = list(changed) or [False] * len(heads)
     fig = go.Figure(go.Bar(
-        x=[_("head {head}").format(head=h) for h in heads], y=list(changes),
+        x=[str(h) for h in heads], y=list(changes),
         marker_color=[HIGHLIGHT_COLOR if c else QUERY_COLOUR for c in changed],
-        text=[f"{c:.3f}" for c in changes], textposition="outside", cliponaxis=False,
-        hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
+        text=[f"{c:.2g}" for c in changes], textposition="outside", cliponaxis=False,
+        hovertemplate=_("head {head}").format(head="%{x}") + ": %{y:.4g}<extra></extra>"))
     top = max(changes) if len(changes) else 1.0
     fig.update_layout(height=380, margin={"l": 70, "r": 20, "t": 40, "b": 60},
                       title=_("Each head left out alone: {measure}").format(measure=measure))
     fig.update_yaxes(title_text=_("change"), range=[0, top * 1.2 if top > 0 else 1])
+    fig.update_xaxes(title_text=_("Head"), type="category")
     return themed(fig)
 
 

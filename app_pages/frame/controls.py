@@ -37,6 +37,12 @@ def metric_name(metric: str) -> str:
     return _(METRIC_NAMES[metric]) if metric in METRIC_NAMES else metric
 
 
+# Explore outlines a cell another page asked for: ``open_head`` = (kind, layer, head, (query,
+# key, query label, key label[, origin])); the origin says which page asked (None: the lesson
+# "3.4 Who looks at whom", which finds pairs).
+FROM_MOVES = "what_moves"  # What moves' query-key map: the clicked query's largest weight
+
+
 def open_head(name: str, layer: int, head: int) -> None:
     """Show one head in the Explore page."""
     st.session_state["open_head"] = (name, layer, head)

@@ -8,7 +8,7 @@ import viz
 from app_pages.cache.getters import get_head_view, get_layer_summary, get_region
 from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
-from app_pages.frame.controls import kind_selector
+from app_pages.frame.controls import FROM_MOVES, kind_selector
 from app_pages.frame.errors import explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import PAGES, script
@@ -49,12 +49,13 @@ if "open_head" in st.session_state:  # a click in another view chose a head
 
 
 def highlighted_cell(name: str, rows, k_tokens) -> tuple | None:
-    """The outlined pair, ``(layer, head, query, key, label)``, when it belongs to this kind
-    and to this trace (its row and column still name the same words); else None, and a pair
-    of another text is forgotten."""
+    """The outlined pair, ``(layer, head, query, key, label, origin)``, when it belongs to this
+    kind and to this trace (its row and column still name the same words); else None, and a
+    pair of another text is forgotten. ``origin``: the page that asked (:data:`FROM_MOVES`, or
+    None for the lesson that finds pairs)."""
     stored = st.session_state.get(HIGHLIGHT)
     try:
-        kind, layer_, head_, query, key, query_label, key_label = stored
+        kind, layer_, head_, query, key, query_label, key_label, *origin = stored
         if kind != name:
             return None
         if not (0 <= query < len(rows.labels) and 0 <= key < len(k_tokens)
@@ -65,7 +66,7 @@ def highlighted_cell(name: str, rows, k_tokens) -> tuple | None:
         if stored is not None:
             st.session_state[HIGHLIGHT] = None
         return None
-    return layer_, head_, query, key, f"{query_label} → {key_label}"
+    return layer_, head_, query, key, f"{query_label} → {key_label}", (origin or [None])[0]
 
 
 left, mid, right = st.columns([2, 1, 1])
@@ -123,14 +124,20 @@ if fitted and not sunk.note:
                  "from the first token, {zmax:.3f}; weights on the first token (often an "
                  "'attention sink') may be larger and are drawn darkest too."
                  ).format(zmax=zmax))
-if cell is not None:
+if cell is not None and pair[5] == FROM_MOVES:
+    st.info(_("Outlined: {pair}, weight {weight:.2f}: the row of the query you clicked in What "
+              "moves' map of queries and keys, at its largest weight.").format(
+        pair=pair[4], weight=float(get_region(run, name, layer, head, range(cell[0], cell[0] + 1),
+                                             range(cell[1], cell[1] + 1))[0, 0])),
+        icon=":material/highlight_alt:")
+elif cell is not None:
     st.info(_("Outlined: {pair}, weight {weight:.2f}. The lesson “{lesson}” searched every layer "
               "and head for this pair's largest weight and found it here.").format(
         pair=pair[4], weight=float(get_region(run, name, layer, head, range(cell[0], cell[0] + 1),
                                              range(cell[1], cell[1] + 1))[0, 0]),
         lesson=_(SEE_IT)),
         icon=":material/highlight_alt:")
-elif pair is not None:
+elif pair is not None and pair[5] != FROM_MOVES:
     st.caption(_("The pair {pair} the lesson “{lesson}” pointed at is outlined in layer "
                  "{layer}, head {head}.").format(pair=pair[4], lesson=_(SEE_IT), layer=pair[0],
                                                  head=pair[1]))

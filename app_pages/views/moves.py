@@ -18,7 +18,7 @@ from app_pages.cache.getters import (
 )
 from app_pages.frame import widgets
 from app_pages.frame.charts import chart, export_name
-from app_pages.frame.controls import kind_selector
+from app_pages.frame.controls import FROM_MOVES, kind_selector
 from app_pages.frame.errors import explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
@@ -156,7 +156,7 @@ st.caption(_("Every query (circle) and key (diamond) of this head, projected tog
              "the same mean length (AttentionViz, Yeh et al. 2023); neither changes any row's "
              "softmax, so a query tends to attend to the keys near it. Click a query to open "
              "its row in Explore.") + (
-    " " + _("This head shares its keys with {count} heads (grouped-query attention): they are "
+    " " + _("This head's keys serve {count} query heads (grouped-query attention): they are "
             "drawn once.").format(count=shared) if shared > 1 else ""))
 points = (event or {}).get("selection", {}).get("points", []) if event else []
 for point in points:
@@ -164,5 +164,5 @@ for point in points:
     if is_key == 0 and position is not None and 0 <= position < len(rows.labels):
         key = int(np.nanargmax(np.where(found.allowed[position], found.raw[position], np.nan)))
         st.session_state["open_head"] = (name, layer, head, (
-            position, key, rows.labels[position], k_tokens[key]))
+            position, key, rows.labels[position], k_tokens[key], FROM_MOVES))
         st.switch_page(script("explore"))
