@@ -175,22 +175,28 @@ class Generates(Protocol):
 class Intervenes(Protocol):
     """A model whose attention's parts can be read and changed for the "What moves" view
     (:mod:`model.analysis.moves`): the own models through their hook points, Hugging Face models
-    whose attention runs through the recording function (:mod:`model.hf.moves`). Each raises
-    :class:`~model.errors.CaptureError` saying why where a model does not allow it."""
+    whose attention runs through the recording function. Each method raises
+    :class:`~model.errors.CaptureError` saying why where a model does not allow it.
+
+    An adapter that subclasses it names the module doing the work as ``_moves``
+    (:mod:`model.own.moves`, :mod:`model.hf.moves`), whose functions take the adapter first.
+    """
+
+    _moves: object
 
     def attention_parts(self, text: str, target: str | None = None):
         """Values, output projections, queries and keys of one pass
         (:class:`~model.analysis.faithfulness.AttentionParts`)."""
-        ...
+        return self._moves.attention_parts(self, text, target)
 
     def layer_outputs(self, text: str, kind: str, layer: int, zero_keys: list[int],
                       target: str | None = None) -> np.ndarray:
         """``[1 + len(zero_keys), query, d_model]``: the layer holding ``kind``'s attention
         ``layer``, unchanged and with each key's value zeroed in every head."""
-        ...
+        return self._moves.layer_outputs(self, text, kind, layer, zero_keys, target)
 
     def ablation(self, text: str, kind: str, layer: int, heads: list[int],
                  target: str | None = None):
         """What leaving ``heads`` out of ``kind``'s ``layer`` changes
         (:class:`~model.analysis.faithfulness.Ablation`)."""
-        ...
+        return self._moves.ablation(self, text, kind, layer, heads, target)

@@ -34,7 +34,7 @@ from model.hf.checkpoints import cache_dir, describe, from_pretrained, resolve
 from model.hf.config import auto_class, detect_family, first_set, read_dims, read_positions
 from model.hf.eager import eager_weights
 from model.hf.labels import display_tokens
-from model.interface import Generation
+from model.interface import Generation, Intervenes
 from model.meta import TOP_K, Family, ModelDims, PositionInfo, Step, model_facts
 from model.policy import OPEN, LoadPolicy
 from model.reading.batch import AttentionBatch
@@ -122,7 +122,7 @@ def _load_message(spec: str, source: str, error: BaseException, policy: LoadPoli
                                                                 reason=text or kind, kind=kind)
 
 
-class HFModel:
+class HFModel(Intervenes):
     """A Hugging Face model ready to trace text (a ``LoadedModel``, like the own models).
 
     Args:
@@ -139,6 +139,8 @@ class HFModel:
         route_reason: why the model was not recorded through the attention interface ("" when
             it is).
     """
+
+    _moves = moves  # What moves through model.hf.moves: the recording attention function's probe
 
     def __init__(self, name: str, model, tokenizer, family: Family, device: torch.device,
                  dims: ModelDims | None = None, route: str | None = None):
@@ -664,23 +666,6 @@ class HFModel:
                                "{family}").format(model=self.name, family=self.family.value))
         inputs, steps = self._inputs_and_steps(texts, targets)
         return self._run(inputs, texts, steps)
-
-    def attention_parts(self, text: str, target: str | None = None):
-        """What the attention computes beyond its weights for ``text`` (values, W_O, queries
-        and keys: :class:`~model.analysis.faithfulness.AttentionParts`)."""
-        return moves.attention_parts(self, text, target)
-
-    def layer_outputs(self, text: str, kind: str, layer: int, zero_keys: list[int],
-                      target: str | None = None) -> np.ndarray:
-        """``[1 + len(zero_keys), query, d_model]``: the layer holding ``kind``'s attention
-        ``layer``, unchanged and with each key's value zeroed in every head."""
-        return moves.layer_outputs(self, text, kind, layer, zero_keys, target)
-
-    def ablation(self, text: str, kind: str, layer: int, heads: list[int],
-                 target: str | None = None):
-        """What leaving ``heads`` out of ``kind``'s ``layer`` does to the output
-        (:class:`~model.analysis.faithfulness.Ablation`)."""
-        return moves.ablation(self, text, kind, layer, heads, target)
 
     def attention_batch(self, texts: list[str]) -> AttentionBatch:
         """Run ``texts`` as one padded batch: a trace per text, and every text's weights of a

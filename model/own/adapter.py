@@ -20,6 +20,7 @@ from i18n import _
 from model.budget import Lengths, dense_bytes
 from model.device import dtype_name, resolve_device, resolve_dtype
 from model.errors import UnknownWordsError
+from model.interface import Intervenes
 from model.meta import CAUSAL_KINDS, Family, ModelDims, PositionInfo, Step, model_facts
 from model.own import moves
 from model.own.config import TransformerConfig
@@ -67,7 +68,7 @@ def stacks_from_capture(store: dict[str, torch.Tensor], batch_index: int = 0,
     return stacks
 
 
-class OwnModel:
+class OwnModel(Intervenes):
     """The own Transformer with its vocabularies, ready to trace text (a ``LoadedModel``).
 
     Args:
@@ -78,6 +79,8 @@ class OwnModel:
         device: where it runs.
         src_vocab, tgt_vocab: fixed vocabularies; ``None`` builds one from each text.
     """
+
+    _moves = moves  # What moves through model.own.moves: the hook points
 
     def __init__(self, name: str, network: Transformer, device: torch.device,
                  src_vocab: WordVocab | None = None, tgt_vocab: WordVocab | None = None):
@@ -219,23 +222,6 @@ class OwnModel:
         with torch.inference_mode(), capture(self.network, _is_attention) as store:
             logits = self.network(src_ids=src, tgt_ids=tgt)[0]  # [position, vocab]
         return self._make_trace(store, tokens, steps=self._steps(logits, tokens))
-
-    def attention_parts(self, text: str, target: str | None = None):
-        """What the attention computes beyond its weights for ``text`` (values, W_O, queries
-        and keys: :class:`~model.analysis.faithfulness.AttentionParts`)."""
-        return moves.attention_parts(self, text, target)
-
-    def layer_outputs(self, text: str, kind: str, layer: int, zero_keys: list[int],
-                      target: str | None = None) -> np.ndarray:
-        """``[1 + len(zero_keys), query, d_model]``: the layer holding ``kind``'s attention
-        ``layer``, unchanged and with each key's value zeroed in every head."""
-        return moves.layer_outputs(self, text, kind, layer, zero_keys, target)
-
-    def ablation(self, text: str, kind: str, layer: int, heads: list[int],
-                 target: str | None = None):
-        """What leaving ``heads`` out of ``kind``'s ``layer`` does to the output
-        (:class:`~model.analysis.faithfulness.Ablation`)."""
-        return moves.ablation(self, text, kind, layer, heads, target)
 
     def attention_batch(self, texts: list[str]) -> AttentionBatch:
         """Trace each text (the own models run one sentence at a time) and hand their weights
