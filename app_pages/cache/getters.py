@@ -394,7 +394,7 @@ def get_rollout(run, name: str):
                 spinner=_("Rolling attention out through the layers…"))
 
 
-def get_model_view(run, name: str) -> dict:
+def get_model_view(run, name: str, sink: bool = False) -> dict:
     """The model-view figure of a run's trace as a plain dict (every head computed and pooled
     once).
 
@@ -403,14 +403,22 @@ def get_model_view(run, name: str) -> dict:
     that caused the next run would lose its selection. Its titles are in the session's
     language, which is part of the key.
     """
-    key = ("model_view", language(), *run.key, name)
+    key = ("model_view", language(), *run.key, name, sink)
     found, value = shared_cache().peek(key)
     if found:
         return value
     summaries = get_summaries(run, name)
-    return memo(key, _("drawing the model view"),
-                lambda: viz.model_view(run.trace, name, tiles=np.stack(
-                    [s.tiles for s in summaries])).to_dict(),
+
+    def drawn() -> dict:
+        tiles = np.stack([s.tiles for s in summaries])  # [layer, head, tile rows, tile keys]
+        if sink:  # only asked where every tile is drawn token by token (the page checks)
+            from model.analysis.faithfulness import sink_left_out
+
+            tiles = np.stack([sink_left_out(tiles[layer], run.trace.mask(name, layer)).weights
+                              for layer in range(len(tiles))])
+        return viz.model_view(run.trace, name, tiles=tiles).to_dict()
+
+    return memo(key, _("drawing the model view"), drawn,
                 spinner=_("Drawing every layer and head…"), readonly=False)
 
 

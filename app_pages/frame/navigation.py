@@ -87,7 +87,7 @@ PAGES = (
     PageSpec(VIEWS + "explore.py", "explore", N_("Explore"), "🔍", START,
              link=(*_widgets("kind", "layer", "head"), SINK_LINK)),
     PageSpec(VIEWS + "model_view.py", "model_view", N_("Model view"), "🧱", LOOK,
-             link=_widgets("mv_kind")),
+             link=(*_widgets("mv_kind"), SINK_LINK)),
     PageSpec(VIEWS + "head_view.py", "head_view", N_("Head view"), "🔗", LOOK,
              link=_widgets("hv_kind", "hv_layer")),
     PageSpec(VIEWS + "mask.py", "mask", N_("Causal mask"), "🎭", LOOK,

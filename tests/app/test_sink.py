@@ -101,3 +101,19 @@ def test_the_note_is_said_in_chinese():
     assert not at.exception, at.exception
     assert any("已去掉注意力汇聚点" in c.value for c in at.caption)
     assert at.toggle(key="sink_out").proto.label == "去掉注意力汇聚点"
+
+
+def test_the_model_view_leaves_the_sink_out_of_every_tile(smollm2):
+    at = app_test("model_view", timeout=300, model_choice="smollm2", text=TEXT, sink_out=True)
+    assert not at.exception, at.exception
+    figure = _figures(at)[0]
+    z = plotly_array(figure["data"][0]["z"])
+    trace = smollm2.trace(TEXT)
+    n = len(trace.axes("decoder.self")[0])
+    for layer, head in ((0, 0), (5, 3), (trace.layers("decoder.self") - 1, 8)):
+        tile = z[layer * (n + 1):layer * (n + 1) + n, head * (n + 1):head * (n + 1) + n]
+        expected = _direct(trace.weights("decoder.self", layer, head))
+        allowed = trace.mask("decoder.self", layer)
+        np.testing.assert_allclose(np.where(allowed, tile, np.nan),
+                                   np.where(allowed, expected, np.nan), atol=1e-6)
+    assert any("Sink left out of every tile" in c.value for c in at.caption)
