@@ -16,12 +16,13 @@ from viz.sizes import TILE_SIDE
 st.title(_("Model view"))
 run = load_run()
 trace = run.trace
-name = kind_selector(trace, key="mv_kind")
+left, right = st.columns([3, 1], vertical_alignment="bottom")
+name = kind_selector(trace, left, key="mv_kind")
+sink_on = sink_toggle(right)  # beside the menu: the tiles stay where a first screen shows them
 bounded_analysis(run, name, _("The model view"))
 st.caption(_("{n_layers} layers × {n_heads} heads. Each tile is one head's attention (rows: "
              "queries, columns: keys). Click a tile to open it."
              ).format(n_layers=trace.layers(name), n_heads=trace.n_heads))
-sink_on = sink_toggle()
 exact = max(len(axis) for axis in trace.axes(name)) <= TILE_SIDE  # every tile token by token
 if sink_on:
     st.caption(_("Sink left out of every tile: the first token's column dropped and each row "
