@@ -16,27 +16,20 @@ from viz.style import HIGHLIGHT_COLOR, themed
 QUERY_COLOUR, KEY_COLOUR = "#1f77b4", "#d62728"
 
 
-def _largest(matrix: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
-    m = np.nan_to_num(np.asarray(matrix, np.float64), nan=-1.0)
-    if allowed is not None:
-        m = np.where(allowed, m, -np.inf)
-    return m.argmax(axis=-1)
-
-
 def method_heatmap(matrix: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str],
-                   *, raw: np.ndarray, allowed: np.ndarray | None = None, title: str = "",
+                   *, largest: np.ndarray, differs: np.ndarray,
+                   allowed: np.ndarray | None = None, title: str = "",
                    y_title: str | None = None, query_hover: Sequence[str] | None = None,
                    special: tuple[Sequence[int], Sequence[int]] = ((), ()),
                    scale_title: str | None = None) -> go.Figure:
-    """``matrix [query, key]`` (rows summing to 1) as a heatmap on the 0–1 scale; each row whose
-    largest key is not the raw weights' largest has that cell outlined in orange, and the title
-    counts those rows.
+    """``matrix [query, key]`` (rows summing to 1) as a heatmap on the 0–1 scale; each row
+    ``differs`` marks (its ``largest`` key is not the raw weights') has that cell outlined in
+    orange, and the title counts those rows.
 
     Returns:
         the figure; each outline is a layout shape (``name`` ``"differs"``).
     """
-    own = _largest(matrix, allowed)
-    differs = own != _largest(raw, allowed)
+    own, differs = np.asarray(largest), np.asarray(differs, bool)
     if differs.any():
         title += "<br><sup>" + _("{count} of {total} rows: the largest key differs from the raw "
                                  "weights' (outlined)").format(count=int(differs.sum()),

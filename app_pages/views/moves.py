@@ -26,7 +26,7 @@ from app_pages.frame.run import load_run, trace_bytes
 from app_pages.frame.settings import kind_name
 from i18n import N_, _
 from model.analysis.cuts import query_rows
-from model.analysis.moves import MOVES_LIMIT, check_keys, what_moves
+from model.analysis.moves import check_keys, what_moves
 from model.errors import CaptureError
 from viz.moves import ablation_bars, method_heatmap, qk_scatter
 
@@ -62,15 +62,14 @@ left, mid, right = st.columns([2, 1, 1])
 name = kind_selector(trace, left, key="wm_kind")
 layer = widgets.selectbox(_("Layer"), range(trace.layers(name)), key="wm_layer", container=mid)
 head = widgets.selectbox(_("Head"), range(trace.n_heads), key="wm_head", container=right)
-if max(len(axis) for axis in trace.axes(name)) > MOVES_LIMIT:
-    st.info(_("What moves reads texts of up to {limit} tokens (value zeroing runs the layer once "
-              "per token); this one has {count}. Shorten the text in the sidebar.").format(
-        limit=MOVES_LIMIT, count=max(len(axis) for axis in trace.axes(name))))
+try:
+    check_keys(trace, name)  # before anything runs
+except ValueError as error:
+    st.info(str(error))
     st.stop()
 with explained_errors():
     try:
         parts = get_attention_parts(run)
-        check_keys(parts, name)
     except CaptureError as error:
         st.warning(literal(_("This view needs the values and the output projection of every "
                              "attention layer, and {model} does not give them: {reason}").format(
@@ -89,8 +88,10 @@ for start in range(0, len(shown), 2):
     for column, method in zip(columns, shown[start:start + 2]):
         title, recipe = METHODS[method]
         with column:
-            chart(method_heatmap(found.method(method), rows.labels, k_tokens, raw=found.raw,
-                                 allowed=found.allowed, title=_(title), y_title=rows.title,
+            chart(method_heatmap(found.method(method), rows.labels, k_tokens,
+                                 largest=found.largest(method),
+                                 differs=found.disagreement(method), allowed=found.allowed,
+                                 title=_(title), y_title=rows.title,
                                  query_hover=rows.hover, special=special,
                                  scale_title=None if method == "raw" else _("share")),
                   key=f"wm_{method}", name=(name, f"layer {layer}", f"head {head}", method),
@@ -99,10 +100,9 @@ for start in range(0, len(shown), 2):
 if flows is None:
     st.caption(_("No rollout for cross-attention: rollout follows one token stream through its "
                  "layers, and cross-attention's keys come from the other stack."))
-largest = found.norm_absolute.max()
 st.caption(_("Outlined in orange: a row's largest key where it is not the raw weights' largest. "
              "The longest vector a key adds through this head here has length {norm:.3f}.").format(
-    norm=largest))
+    norm=found.norm_absolute.max()))
 
 st.download_button(
     _("This trace with what moves (.npz)"), data=lambda: trace_bytes(get_trace_with_moves(run)),

@@ -151,6 +151,20 @@ class Ablation:
     after: str
 
 
+def ablation_outcome(family: str, heads, before: np.ndarray, after: np.ndarray,
+                     written_before: str = "", written_after: str = "") -> Ablation:
+    """The :class:`Ablation` of ``heads`` from what the model gave without and with them:
+    an encoder's final hidden states (``family`` ``"encoder-only"``: mean 1 − cos), else the
+    next-token distributions it writes (total variation) and what it wrote."""
+    heads = tuple(int(h) for h in heads)
+    if family == "encoder-only":
+        return Ablation(heads, float(cosine_distance(before, after).mean()), "hidden states",
+                        "", "")
+    measure = "next token" if family == "decoder-only" else "translation"
+    return Ablation(heads, total_variation(before, after), measure, written_before,
+                    written_after)
+
+
 def total_variation(p: np.ndarray, q: np.ndarray) -> float:
     """½ Σ |p − q| over the last axis, averaged over the others: 0 equal, 1 disjoint."""
     return float(0.5 * np.abs(np.asarray(p, np.float64) - np.asarray(q, np.float64)

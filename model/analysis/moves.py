@@ -66,16 +66,14 @@ class WhatMoves:
         return {"raw": self.raw, "norm": self.norm, "zeroing": self.zeroing,
                 "rollout": self.rollout}[name]
 
+    def largest(self, name: str) -> np.ndarray:
+        """``[query]`` each row's largest key by the method, among the keys it may see."""
+        matrix = np.nan_to_num(self.method(name), nan=-1.0)
+        return np.where(self.allowed, matrix, -np.inf).argmax(axis=-1)
+
     def disagreement(self, name: str) -> np.ndarray:
         """``[query]`` True where the method's largest key differs from the raw weights'."""
-        other = self.method(name)
-        if other is None:
-            return np.zeros(self.raw.shape[0], bool)
-        return _argmax(other, self.allowed) != _argmax(self.raw, self.allowed)
-
-
-def _argmax(matrix: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    return np.where(allowed, np.nan_to_num(matrix, nan=-1.0), -np.inf).argmax(axis=-1)
+        return self.largest(name) != self.largest("raw")
 
 
 def check_length(model, text: str, target: str | None = None) -> None:
@@ -87,15 +85,17 @@ def check_length(model, text: str, target: str | None = None) -> None:
     _refuse(n)
 
 
-def check_keys(parts: AttentionParts, kind: str) -> None:
-    """Refuse a pass whose ``kind`` has more keys than :data:`MOVES_LIMIT`."""
-    _refuse(len(parts.trace.axes(kind)[1]))
+def check_keys(trace, kind: str) -> None:
+    """Refuse a trace (or :class:`AttentionParts`) whose ``kind`` has more queries or keys than
+    :data:`MOVES_LIMIT`."""
+    trace = getattr(trace, "trace", trace)
+    _refuse(max(len(axis) for axis in trace.axes(kind)))
 
 
 def _refuse(n: int) -> None:
     if n > MOVES_LIMIT:
-        raise ValueError(_("What moves reads at most {limit} tokens (value zeroing runs one pass "
-                           "per token); this text has {count}: shorten it").format(
+        raise ValueError(_("What moves reads texts of up to {limit} tokens (value zeroing runs "
+                           "the layer once per token); this one has {count}: shorten it.").format(
             limit=MOVES_LIMIT, count=n))
 
 
@@ -136,8 +136,9 @@ def what_moves(model, text: str, kind: str, layer: int, head: int,
                rollout: np.ndarray | None = None) -> WhatMoves:
     """:class:`WhatMoves` of ``model`` on ``text`` (``parts``, ``zeroing`` and ``rollout`` when
     already computed: they depend on the layer, not on the head)."""
-    check_length(model, text)
-    parts = parts if parts is not None else model.attention_parts(text)
+    if parts is None:
+        check_length(model, text)
+        parts = model.attention_parts(text)
     check_keys(parts, kind)
     trace = parts.trace
     if not 0 <= head < trace.n_heads:
@@ -233,7 +234,7 @@ def qk_map(parts: AttentionParts, kind: str, layer: int, head: int, method: str 
 
 
 def with_extras(model, text: str, target: str | None = None,
-                methods: tuple[str, ...] | None = None, progress=None):
+                methods: tuple[str, ...] | None = None):
     """The trace of ``text`` with What moves' arrays beside its weights (the export format's
     optional ``"{kind}.{method}"`` arrays, :data:`model.trace.EXTRA_METHODS`): ``norm`` (α_ij
     ‖v_j W_Oʰ‖ per head, not divided by the row's sum), ``value_zeroing`` (each layer's, rows
@@ -241,7 +242,6 @@ def with_extras(model, text: str, target: str | None = None,
 
     Args:
         methods: which (default all three).
-        progress: called ``progress(done, total)`` after each kind and layer.
 
     Raises:
         ValueError: an unknown method, or a text past :data:`MOVES_LIMIT` tokens.
@@ -259,16 +259,14 @@ def with_extras(model, text: str, target: str | None = None,
     parts = model.attention_parts(text, target)
     trace = parts.trace
     extras: dict[str, np.ndarray] = {}
-    steps = [(kind, layer) for kind in trace.names for layer in range(trace.layers(kind))]
-    for done, (kind, layer) in enumerate(steps, start=1):
+    for kind in trace.names:
         check_keys(parts, kind)
-        if "norm" in methods:
-            extras.setdefault(f"{kind}.norm", []).append(norm_based(parts, kind, layer))
-        if "value_zeroing" in methods:
-            extras.setdefault(f"{kind}.value_zeroing", []).append(
-                layer_value_zeroing(model, text, parts, kind, layer))
-        if progress is not None:
-            progress(done, len(steps))
+        for layer in range(trace.layers(kind)):
+            if "norm" in methods:
+                extras.setdefault(f"{kind}.norm", []).append(norm_based(parts, kind, layer))
+            if "value_zeroing" in methods:
+                extras.setdefault(f"{kind}.value_zeroing", []).append(
+                    layer_value_zeroing(model, text, parts, kind, layer))
     if "rollout" in methods:
         for kind in trace.names:
             if kind.endswith(".self"):

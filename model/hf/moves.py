@@ -14,6 +14,7 @@ says so for that model rather than guess.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,8 +24,10 @@ import torch
 from transformers.pytorch_utils import Conv1D
 
 from i18n import _
+from model.analysis.faithfulness import Ablation, AttentionParts, ablation_outcome
 from model.errors import CaptureError
-from model.hf.capture import current_probe, probing
+from model.hf.capture import current_probe, probing, recorded_tensor, recording
+from model.meta import Family
 
 
 @dataclass
@@ -200,13 +203,19 @@ def layer_output_recorded(model: torch.nn.Module, layer_name: str) -> Iterator[l
 
 # What the adapter offers (:class:`model.hf.adapter.HFModel` calls these with itself)
 
+# each model's attention modules per kind, in layer order: the same for every input, read from
+# the calls of its first pass here (weakly keyed: a model reloaded is another module)
+_NAMES: weakref.WeakKeyDictionary[torch.nn.Module, dict[str, list[str]]] = \
+    weakref.WeakKeyDictionary()
+
+
 def _inputs(hf, text: str, target: str | None):
     inputs, steps = hf._inputs_and_steps([text], None if target is None else [target])
     return inputs, (steps[0] if steps else ())
 
 
 def _reachable(hf) -> None:
-    from model.hf.adapter import EAGER
+    from model.hf.adapter import EAGER  # (the adapter imports this module)
 
     if hf.route == EAGER:
         raise CaptureError(_("{model}'s attention runs through transformers' eager path, where "
@@ -215,22 +224,35 @@ def _reachable(hf) -> None:
 
 
 def _extra(hf) -> dict:
-    from model.meta import Family
-
     return {"logits_to_keep": 1} if hf.family is Family.DECODER_ONLY else {}
 
 
 def _float(array: np.ndarray, dtype: str) -> np.ndarray:
-    from model.hf.capture import recorded_tensor
-
     return recorded_tensor(array, dtype).float().numpy()
 
 
-def attention_parts(hf, text: str, target: str | None = None):
-    """:class:`~model.analysis.faithfulness.AttentionParts` of one pass of ``hf`` on ``text``."""
-    from model.analysis.faithfulness import AttentionParts
-    from model.hf.capture import recording
+def _remember_names(hf, calls) -> None:
+    names: dict[str, list[str]] = {}
+    for call in calls:
+        names.setdefault(hf._classify(call.module_name), []).append(call.module_name)
+    _NAMES[hf.model] = names
 
+
+def _attention_name(hf, inputs, kind: str, layer: int) -> str:
+    """The module of ``kind``'s attention in ``layer`` (one recorded pass on ``inputs`` the
+    first time a model is asked)."""
+    if hf.model not in _NAMES:
+        with torch.inference_mode(), recording(hf.model) as recorder:
+            hf.model(**inputs, use_cache=False, **_extra(hf))
+        _remember_names(hf, recorder.calls)
+    names = _NAMES[hf.model].get(kind, [])
+    if not 0 <= layer < len(names):
+        raise ValueError(f"layer {layer} is not in 0..{len(names) - 1} of {kind}")
+    return names[layer]
+
+
+def attention_parts(hf, text: str, target: str | None = None) -> AttentionParts:
+    """:class:`~model.analysis.faithfulness.AttentionParts` of one pass of ``hf`` on ``text``."""
     _reachable(hf)
     inputs, steps = _inputs(hf, text, target)
     recorded = {}
@@ -248,6 +270,7 @@ def attention_parts(hf, text: str, target: str | None = None):
 
     parts = parts_of_pass(hf.model, run_pass, names)
     calls = recorded["calls"]
+    _remember_names(hf, calls)
     trace = hf._make_trace(calls, inputs, 0, text, steps)
     per_kind = hf._per_kind(calls)
     values: dict = {}
@@ -264,23 +287,15 @@ def attention_parts(hf, text: str, target: str | None = None):
             w_o.setdefault(kind, []).append(weight)
             queries.setdefault(kind, []).append(_float(call.q, call.dtype)[0][:, q_index])
             keys.setdefault(kind, []).append(_float(call.k, call.dtype)[0][:, k_index])
-    translated = None
     if target is None and not hf.family.single_stack:
-        translated = hf.tokenizer.decode(inputs["decoder_input_ids"][0][1:],
-                                         skip_special_tokens=True)
-    return AttentionParts(trace=trace, target=target if target is not None else translated,
-                          values=values, w_o=w_o, queries=queries, keys=keys)
+        target = _translation(hf, inputs)
+    return AttentionParts(trace=trace, target=target, values=values, w_o=w_o, queries=queries,
+                          keys=keys)
 
 
-def _attention_name(hf, inputs, kind: str, layer: int) -> str:
-    from model.hf.capture import recording
-
-    with torch.inference_mode(), recording(hf.model) as recorder:
-        hf.model(**inputs, use_cache=False, **_extra(hf))
-    names = [c.module_name for c in recorder.calls if hf._classify(c.module_name) == kind]
-    if not 0 <= layer < len(names):
-        raise ValueError(f"layer {layer} is not in 0..{len(names) - 1} of {kind}")
-    return names[layer]
+def _translation(hf, inputs) -> str:
+    """The target an encoder-decoder's ``inputs`` feed its decoder, as text."""
+    return hf.tokenizer.decode(inputs["decoder_input_ids"][0][1:], skip_special_tokens=True)
 
 
 def layer_outputs(hf, text: str, kind: str, layer: int, zero_keys: list[int],
@@ -309,11 +324,11 @@ def layer_outputs(hf, text: str, kind: str, layer: int, zero_keys: list[int],
 
 
 def ablation(hf, text: str, kind: str, layer: int, heads: list[int],
-             target: str | None = None):
-    """:class:`~model.analysis.faithfulness.Ablation` of ``heads`` of ``kind``'s ``layer``."""
-    from model.analysis.faithfulness import Ablation, cosine_distance, total_variation
-    from model.meta import Family
-
+             target: str | None = None) -> Ablation:
+    """:class:`~model.analysis.faithfulness.Ablation` of ``heads`` of ``kind``'s ``layer``: one
+    pass without and one with the heads (an encoder-decoder teacher-forced on its translation
+    of ``text``, or ``target``), and an encoder-decoder's translation written again without
+    them."""
     _reachable(hf)
     n_heads = hf.dims.n_heads
     heads = sorted({int(h) for h in heads})
@@ -321,34 +336,27 @@ def ablation(hf, text: str, kind: str, layer: int, heads: list[int],
         raise ValueError(f"heads {heads} are not among 0..{n_heads - 1}")
     inputs, _steps = _inputs(hf, text, target)
     name = _attention_name(hf, inputs, kind, layer)
+    left_out = {"zero_heads": {name: heads}}
 
-    def run(ablate: bool):
-        settings = {"zero_heads": {name: heads}} if ablate else {}
+    def run(settings: dict) -> np.ndarray:
         with torch.inference_mode(), probe(hf.model, **settings):
             if hf.family is Family.ENCODER_ONLY:
                 out = hf.model(**inputs, output_hidden_states=True)
-                return out.hidden_states[-1][0][inputs["attention_mask"][0].bool()]
-            out = hf.model(**inputs, use_cache=False, **_extra(hf))
-            logits = out.logits[0].float()
-            if hf.family is Family.DECODER_ONLY:
-                return torch.softmax(logits[-1], dim=-1)
-            real = inputs["decoder_attention_mask"][0].bool()
-            return torch.softmax(logits[real], dim=-1)
+                given = out.hidden_states[-1][0][inputs["attention_mask"][0].bool()]
+            else:
+                logits = hf.model(**inputs, use_cache=False, **_extra(hf)).logits[0].float()
+                given = torch.softmax(logits[-1] if hf.family is Family.DECODER_ONLY else
+                                      logits[inputs["decoder_attention_mask"][0].bool()], dim=-1)
+        return given.double().cpu().numpy()
 
-    def written(ablate: bool) -> str:
-        if hf.family is Family.DECODER_ONLY:
-            token = int(run(ablate).argmax())
-            return hf.tokenizer.decode([token])
-        settings = {"zero_heads": {name: heads}} if ablate else {}
-        with probe(hf.model, **settings):
-            generated, _s = _inputs(hf, text, None)
-        return hf.tokenizer.decode(generated["decoder_input_ids"][0][1:],
-                                   skip_special_tokens=True)
-
-    before, after = run(False).double().cpu().numpy(), run(True).double().cpu().numpy()
-    if hf.family is Family.ENCODER_ONLY:
-        return Ablation(tuple(heads), float(cosine_distance(before, after).mean()),
-                        "hidden states", "", "")
-    measure = "next token" if hf.family is Family.DECODER_ONLY else "translation"
-    return Ablation(tuple(heads), total_variation(before, after), measure, written(False),
-                    written(True))
+    before, after = run({}), run(left_out)
+    if hf.family is Family.DECODER_ONLY:
+        written = [hf.tokenizer.decode([int(p.argmax())]) for p in (before, after)]
+    elif hf.family is Family.ENCODER_DECODER:
+        with probe(hf.model, **left_out):
+            again, _steps = _inputs(hf, text, None)
+        written = [target if target is not None else _translation(hf, inputs),
+                   _translation(hf, again)]
+    else:
+        written = ["", ""]
+    return ablation_outcome(hf.family, heads, before, after, *written)

@@ -7,12 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from model.analysis.faithfulness import (
-    Ablation,
-    AttentionParts,
-    cosine_distance,
-    total_variation,
-)
+from model.analysis.faithfulness import Ablation, AttentionParts, ablation_outcome
 from model.meta import Family
 from model.own.ablation import heads_ablated, layer_output, value_zeroed
 from model.own.hooks import capture, hook_name, record
@@ -96,12 +91,7 @@ def ablation(model, text: str, kind: str, layer: int, heads: list[int],
         after, written_after = _output(model, text, base_target)
         if model.family is Family.ENCODER_DECODER:
             written_after = own_target(model, text, None)
-    heads_left = tuple(chosen)
-    if model.family is Family.ENCODER_ONLY:
-        return Ablation(heads_left, float(cosine_distance(before, after).mean()),
-                        "hidden states", "", "")
     if model.family is Family.ENCODER_DECODER:
-        return Ablation(heads_left, total_variation(before, after), "translation",
-                        base_target or "", written_after or "")
-    return Ablation(heads_left, total_variation(before, after), "next token", written_before,
-                    written_after)
+        written_before = base_target or ""
+    return ablation_outcome(model.family, chosen, before, after, written_before,
+                            written_after or "")

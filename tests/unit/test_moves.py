@@ -354,7 +354,7 @@ def test_what_moves_on_the_translator_sums_each_row_to_one(translator):
 def test_what_moves_refuses_a_text_past_its_limit_before_running(translator, monkeypatch):
     monkeypatch.setattr(moves, "MOVES_LIMIT", 5)
     monkeypatch.setattr(translator, "attention_parts", lambda *a: pytest.fail("it ran"))
-    with pytest.raises(ValueError, match="at most 5 tokens.*has 6"):
+    with pytest.raises(ValueError, match="up to 5 tokens.*has 6"):
         moves.what_moves(translator, SEED_SENTENCE, "encoder.self", 0, 0)
 
 
