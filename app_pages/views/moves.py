@@ -23,7 +23,7 @@ from app_pages.frame.errors import explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
 from app_pages.frame.run import load_run, trace_bytes
-from app_pages.frame.settings import kind_name
+from app_pages.frame.settings import kind_name, presenting
 from i18n import N_, _
 from model.analysis.cuts import query_rows
 from model.analysis.moves import check_keys, what_moves
@@ -83,9 +83,12 @@ with explained_errors():
 rows, k_tokens = query_rows(trace, name), list(trace.axes(name)[1])
 special = (rows.special, trace.special(name)[1])
 shown = [m for m in METHODS if found.method(m) is not None]
-for start in range(0, len(shown), 2):
-    columns = st.columns(2)
-    for column, method in zip(columns, shown[start:start + 2]):
+# two side by side on a projector (1920 px); one under another on a 1024 px screen, where two
+# columns beside the sidebar left each heatmap a few cells wide
+per_row = 2 if presenting() else 1
+for start in range(0, len(shown), per_row):
+    columns = st.columns(per_row)
+    for column, method in zip(columns, shown[start:start + per_row]):
         title, recipe = METHODS[method]
         with column:
             chart(method_heatmap(found.method(method), rows.labels, k_tokens,
@@ -95,7 +98,7 @@ for start in range(0, len(shown), 2):
                                  query_hover=rows.hover, special=special,
                                  scale_title=None if method == "raw" else _("share")),
                   key=f"wm_{method}", name=(name, f"layer {layer}", f"head {head}", method),
-                  share=0.5)
+                  share=1 / per_row)
             st.caption(_(recipe))
 if flows is None:
     st.caption(_("No rollout for cross-attention: rollout follows one token stream through its "
