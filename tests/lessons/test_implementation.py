@@ -211,6 +211,43 @@ def test_the_tracer_puts_back_the_one_before_and_traces_only_its_thread():
     assert all(set(s) == set(results[0]) for s in results.values())
 
 
+def test_first_runs_in_several_threads_at_once_read_the_source_once(monkeypatch):
+    # Python 3.11's AST constructor shares one recursion counter between threads: inspect,
+    # parsing this module for a class in four sessions' first runs at once, failed with "AST
+    # constructor recursion depth mismatch" (14 of 600 threaded runs, before the source was
+    # kept). Each function's source is now read once, under a lock, however many threads ask.
+    import inspect
+    import time
+
+    monkeypatch.setattr(im, "_SOURCE", {})
+    reads = []
+    real = inspect.getsourcelines
+
+    def slow_read(item):
+        reads.append(item)
+        time.sleep(0.05)  # widens the window in which another thread could read it too
+        return real(item)
+
+    monkeypatch.setattr(im.inspect, "getsourcelines", slow_read)
+    errors, runs = [], {}
+
+    def worker(key):
+        try:
+            runs[key] = [set(im.hand_run().seen) for _ in range(3)]
+        except Exception as error:  # noqa: BLE001 - the failure is what is counted
+            errors.append(repr(error))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(runs) == 4 and all(seen == runs[0] for seen in runs.values())
+    assert len(reads) == len(set(reads))  # no source read twice
+    assert im.MultiHeadAttention in reads and im.attention in reads
+
+
 # --- how values are written -------------------------------------------------------------------
 
 def test_shapes_numbers_and_small_tensors_are_written_as_the_lesson_does():
