@@ -11,7 +11,6 @@ language). The numbers typed are checked by :func:`.typed.checked_number`.
 
 from __future__ import annotations
 
-import ast
 import inspect
 import io
 import math
@@ -25,6 +24,7 @@ import numpy as np
 import torch
 
 from i18n import N_, _
+from model.lessons.source import parsed, source_lines
 from model.lessons.typed import checked_number
 from model.own import transformer
 
@@ -255,9 +255,9 @@ def attention_lines(function=None) -> dict[str, SourceLines]:
         and the statement right after it.
     """
     function = function or transformer.attention
-    lines, start = inspect.getsourcelines(function)
+    lines, start = source_lines(function)
     source = textwrap.dedent("".join(lines))
-    body = ast.parse(source).body[0].body  # the function's statements
+    body = parsed(source).body[0].body  # the function's statements
     try:
         root = Path(__file__).resolve().parents[2]
         path = Path(inspect.getsourcefile(function)).resolve().relative_to(root).as_posix()

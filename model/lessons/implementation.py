@@ -21,7 +21,6 @@ import io
 import math
 import re
 import sys
-import threading
 import tokenize
 from dataclasses import dataclass, field
 
@@ -32,6 +31,7 @@ import torch.nn.functional as F
 from i18n import N_, _
 from model.lessons import hand
 from model.lessons.network import allowed, attention_module, own_network, run, to_numpy
+from model.lessons.source import source_lines
 from model.own.hooks import INPUT, hook_name
 from model.trace import AttentionTrace
 
@@ -147,23 +147,6 @@ def _functions() -> tuple:
     return (attention, MultiHeadAttention)
 
 
-# Source lines read once per process, under a lock: in Python 3.11 ``inspect`` parses the module
-# (``ast.parse``) to find a class, and the AST constructor's recursion counter is shared by all
-# threads; two sessions' first runs at once failed with "AST constructor recursion depth
-# mismatch" (seen in CI, four threads in the tracer's test).
-_SOURCE_LOCK = threading.Lock()
-_SOURCE: dict = {}
-
-
-def _source_lines(item) -> tuple[list[str], int]:
-    """``inspect.getsourcelines(item)``, read once and kept."""
-    with _SOURCE_LOCK:
-        if item not in _SOURCE:
-            _SOURCE[item] = inspect.getsourcelines(item)
-        lines, start = _SOURCE[item]
-    return list(lines), start
-
-
 def listing() -> list[Line]:
     """The lesson's listing, read from this module's live source: the imports, ``attention()``
     and ``MultiHeadAttention``, one blank line between them.
@@ -173,7 +156,7 @@ def listing() -> list[Line]:
     """
     rows: list[tuple[str, str]] = [(text, "") for text in IMPORTS]
     for item in _functions():
-        lines, start = _source_lines(item)
+        lines, start = source_lines(item)
         names = _line_functions(item, start, len(lines))
         rows.append(("", ""))
         rows += [(text.rstrip("\n"), names[i]) for i, text in enumerate(lines)]
@@ -188,7 +171,7 @@ def _line_functions(item, start: int, count: int) -> list[str]:
     else:
         members = [value for value in vars(item).values() if inspect.isfunction(value)]
     for function in members:
-        lines, first = _source_lines(function)
+        lines, first = source_lines(function)
         for offset in range(len(lines)):
             index = first - start + offset
             if 0 <= index < count:
@@ -207,7 +190,7 @@ def line_numbers() -> dict[tuple[str, int], int]:
     shown = listing()
     index = len(IMPORTS)
     for item in _functions():
-        lines, start = _source_lines(item)
+        lines, start = source_lines(item)
         index += 1  # the blank line before it
         for offset in range(len(lines)):
             line = shown[index + offset]

@@ -219,7 +219,9 @@ def test_first_runs_in_several_threads_at_once_read_the_source_once(monkeypatch)
     import inspect
     import time
 
-    monkeypatch.setattr(im, "_SOURCE", {})
+    from model.lessons import source
+
+    monkeypatch.setattr(source, "_LINES", {})
     reads = []
     real = inspect.getsourcelines
 
@@ -228,7 +230,7 @@ def test_first_runs_in_several_threads_at_once_read_the_source_once(monkeypatch)
         time.sleep(0.05)  # widens the window in which another thread could read it too
         return real(item)
 
-    monkeypatch.setattr(im.inspect, "getsourcelines", slow_read)
+    monkeypatch.setattr(source.inspect, "getsourcelines", slow_read)
     errors, runs = [], {}
 
     def worker(key):
