@@ -21,6 +21,7 @@ n·d²), :mod:`.implementation` (§4.9 the lesson's listing, run line by line) a
 lengths).
 
 Shared: :mod:`.network` (the own network re-run with hooks, and the checks of a layer, head and
-kind) and :mod:`.typed` (numbers a person types, checked). This room may use :mod:`model.own`,
-never the Hugging Face room.
+kind), :mod:`.source` (the lessons' code read from its live source, once, safely from several
+sessions at once) and :mod:`.typed` (numbers a person types, checked). This room may use
+:mod:`model.own`, never the Hugging Face room.
 """

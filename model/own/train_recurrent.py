@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import random
 import sys
 import time
@@ -55,6 +56,22 @@ def _batch(pairs, src_vocab: WordVocab, tgt_vocab: WordVocab):
         dec_in[row, :len(t) + 1] = torch.tensor([tgt_vocab.bos_id, *t])
         dec_out[row, :len(t) + 1] = torch.tensor([*t, tgt_vocab.eos_id])
     return src_t, dec_in, dec_out
+
+
+def kernels() -> str:
+    """The processor and torch's kernels that training runs on here, as a card records them.
+
+    Training is bit for bit the same only on the same kernels: MKL and oneDNN choose theirs by
+    the processor (and torch by its vector instructions), so float sums round differently
+    elsewhere and 3,000 Adam steps carry the difference on."""
+    processor = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            processor = next((line.split(":", 1)[1].strip() for line in info
+                              if line.startswith("model name")), processor)
+    except OSError:
+        pass
+    return f"{processor} · {torch.backends.cpu.get_cpu_capability()} · torch {torch.__version__}"
 
 
 def train_one(name: str, seed: int = 0, steps: int = STEPS, batch_size: int = BATCH,
@@ -110,7 +127,7 @@ def _train(name, seed, steps, batch_size, lr, out_dir, progress) -> dict:
         "corpus": {"seed": seed, "n_train": len(corpus.train), "n_test": len(corpus.test)},
         "training": {"steps": steps, "batch_size": batch_size, "lr": lr, "clip": CLIP,
                      "threads": 1, "seconds": round(seconds, 1), "torch": torch.__version__,
-                     "final_loss": round(loss.item(), 4)},
+                     "final_loss": round(loss.item(), 4), "kernels": kernels()},
     }
     model = RecurrentTranslator(name, net, torch.device("cpu"), src_vocab, tgt_vocab, card)
     card["held_out"] = accuracy_by_length(model, corpus.test)

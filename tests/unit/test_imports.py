@@ -159,7 +159,7 @@ def test_only_the_loader_asks_which_adapter_it_holds():
 
 # The lessons' modules shared by several lessons; every other module of model/lessons and
 # viz/lessons is named after the one lesson page that uses it.
-SHARED_LESSON_MODULES = {"model.lessons": {"network", "typed"},
+SHARED_LESSON_MODULES = {"model.lessons": {"network", "source", "typed"},
                          "viz.lessons": {"layout", "numbers"}}
 
 

@@ -4,14 +4,16 @@ them (gradients by autograd against finite differences, timings)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from model.lessons import rnn
-from model.own.recurrent import MODELS, RecurrentTranslator, weights_path
-from model.own.train_recurrent import accuracy_by_length, train_one
+from model.own.recurrent import MODELS, RecurrentTranslator, card_path, weights_path
+from model.own.train_recurrent import accuracy_by_length, kernels, train_one
 from model.own.training_pairs import make_corpus
 
 
@@ -33,27 +35,63 @@ def held_out(models) -> dict[str, dict]:
             models.items()}
 
 
+def assert_forgets_as_measured(name: str, by_length: list[float]) -> None:
+    """Exact match per group of English lengths (1–6, 7–8, 9–11, 12–14, 15+ words) as the lesson
+    says it: the one-vector models fall off with length, Bahdanau's does not. Thresholds
+    measured on the shipped weights (RNN 100/96/86/24/0 %, GRU 100/100/100/87/62 %, Bahdanau
+    100 % in every group) and on a retraining on another processor (RNN 99/96/84/15/0 %, GRU
+    100/100/100/81/29 %, Bahdanau 100 %)."""
+    first, last = by_length[0], by_length[-1]
+    if name == "own-rnn":
+        assert first >= 0.95 and last < 0.1 and by_length[-2] < 0.5, by_length
+        assert all(a >= b for a, b in zip(by_length, by_length[1:])), by_length  # never better
+    elif name == "own-gru":
+        assert first == 1.0 and last < 0.75 and last < first - 0.25, by_length
+    else:
+        assert min(by_length) >= 0.95, by_length
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
-def test_retraining_gives_the_shipped_weights_bit_for_bit(tmp_path, name):
-    train_one(name, out_dir=tmp_path, progress=False)
+def test_retraining_gives_the_shipped_model_again(tmp_path, name):
+    card = train_one(name, out_dir=tmp_path, progress=False)
+    shipped_card = json.loads(card_path(name).read_text(encoding="utf-8"))
     shipped, again = load_file(str(weights_path(name))), load_file(
         str(weights_path(name, tmp_path)))
     assert shipped.keys() == again.keys()
-    for key in shipped:
-        assert torch.equal(shipped[key], again[key]), key
+    if shipped_card["training"].get("kernels") == kernels():
+        # the processor and kernels the shipped weights were made on: bit for bit
+        for key in shipped:
+            assert torch.equal(shipped[key], again[key]), key
+        return
+    # Another processor (the shipped cards name none: they predate the record). MKL and oneDNN
+    # pick their kernels by processor, float sums round differently, and 3,000 Adam steps carry
+    # it on: retrained on an AMD EPYC with AVX-512 every tensor differed, by up to 0.26. What
+    # comes back is the same model in what the lesson measures of it.
+    here = card["held_out"]
+    assert here["sentences"] == shipped_card["held_out"]["sentences"] == 500
+    assert abs(here["exact_match"] - shipped_card["held_out"]["exact_match"]) <= 0.05
+    assert_forgets_as_measured(name, [b["exact_match"] for b in here["by_length"]])
+
+
+@pytest.mark.slow
+def test_training_twice_on_one_machine_gives_the_same_weights_bit_for_bit(tmp_path):
+    # one thread, a fixed seed and deterministic algorithms: two runs here are one run
+    for name in MODELS:
+        cards = [train_one(name, steps=60, out_dir=tmp_path / run, progress=False)
+                 for run in ("a", "b")]
+        first, second = (load_file(str(weights_path(name, tmp_path / run))) for run in "ab")
+        assert first.keys() == second.keys()
+        for key in first:
+            assert torch.equal(first[key], second[key]), (name, key)
+        assert cards[0]["training"]["final_loss"] == cards[1]["training"]["final_loss"]
+        assert cards[0]["training"]["kernels"] == kernels()
 
 
 def test_the_single_vector_models_forget_long_sentences_and_attention_does_not(held_out):
-    """Thresholds measured on the shipped weights (RNN 100/96/86/24/0 %, GRU 100/100/100/87/62 %,
-    Bahdanau 100 % in every group of lengths)."""
-    rnn_m, gru, bahdanau = (
-        [b["exact_match"] for b in held_out[name]["by_length"]] for name in MODELS)
     assert [b["words"] for b in held_out["own-gru"]["by_length"]][0] == [1, 6]
-    assert gru[0] == 1.0 and gru[-1] < 0.75 and gru[-1] < gru[0] - 0.25
-    assert rnn_m[0] >= 0.95 and rnn_m[-1] < 0.1 and rnn_m[-2] < 0.5
-    assert min(bahdanau) >= 0.95
-    assert all(a >= b for a, b in zip(rnn_m, rnn_m[1:]))  # never better on longer sentences
+    for name in MODELS:
+        assert_forgets_as_measured(name, [b["exact_match"] for b in held_out[name]["by_length"]])
 
 
 def test_the_seed_sentence_and_its_alignment(models):
