@@ -215,27 +215,36 @@ def test_first_runs_in_several_threads_at_once_read_the_source_once(monkeypatch)
     # Python 3.11's AST constructor shares one recursion counter between threads: inspect,
     # parsing this module for a class in four sessions' first runs at once, failed with "AST
     # constructor recursion depth mismatch" (14 of 600 threaded runs, before the source was
-    # kept). Each function's source is now read once, under a lock, however many threads ask.
+    # kept). Each function's source is now read and parsed once, under a lock, however many
+    # threads ask.
+    import ast
     import inspect
-    import time
+    import types
 
     from model.lessons import source
 
     monkeypatch.setattr(source, "_LINES", {})
-    reads = []
-    real = inspect.getsourcelines
+    monkeypatch.setattr(source, "_PARSED", {})
+    reads, parses = [], []  # (what, whether the lock was held while it was read)
+    real_read, real_parse = inspect.getsourcelines, ast.parse
 
-    def slow_read(item):
-        reads.append(item)
-        time.sleep(0.05)  # widens the window in which another thread could read it too
-        return real(item)
+    def read(item):
+        reads.append((item, source._LOCK.locked()))
+        return real_read(item)
 
-    monkeypatch.setattr(source.inspect, "getsourcelines", slow_read)
+    def parse(text):
+        parses.append((text, source._LOCK.locked()))
+        return real_parse(text)
+
+    # the source module's own inspect and ast, not the modules every caller shares
+    monkeypatch.setattr(source, "inspect", types.SimpleNamespace(getsourcelines=read))
+    monkeypatch.setattr(source, "ast", types.SimpleNamespace(parse=parse))
     errors, runs = [], {}
 
     def worker(key):
         try:
-            runs[key] = [set(im.hand_run().seen) for _ in range(3)]
+            runs[key] = [(set(im.hand_run().seen), set(im.hand.attention_lines()))
+                         for _ in range(3)]
         except Exception as error:  # noqa: BLE001 - the failure is what is counted
             errors.append(repr(error))
 
@@ -246,8 +255,13 @@ def test_first_runs_in_several_threads_at_once_read_the_source_once(monkeypatch)
         t.join()
     assert errors == []
     assert len(runs) == 4 and all(seen == runs[0] for seen in runs.values())
-    assert len(reads) == len(set(reads))  # no source read twice
-    assert im.MultiHeadAttention in reads and im.attention in reads
+    items = [item for item, _locked in reads]
+    assert len(items) == len(set(items))  # no source read twice
+    assert im.MultiHeadAttention in items and im.attention in items
+    assert len(parses) == 1  # the own attention() of lesson 4.3, parsed once
+    # every read and parse happened under the lock: never two at once, in whichever order the
+    # threads ran
+    assert all(locked for _what, locked in reads + parses)
 
 
 # --- how values are written -------------------------------------------------------------------
