@@ -95,10 +95,13 @@ def _overhead(dims: ModelDims, n: Lengths) -> int:
     return OVERHEAD + (n.source + n.target) * (dims.d_ff + dims.d_model) * 4 * FLOAT32
 
 
-def dense_bytes(dims: ModelDims, family: Family, n: Lengths) -> int:
+def dense_bytes(dims: ModelDims, family: Family, n: Lengths,
+                kinds: tuple[str, ...] | None = None) -> int:
     """Peak bytes of a trace that keeps every weight and score (the own models, eager
-    checkpoints)."""
-    kinds = _cells(dims, family, n)
+    checkpoints); ``kinds``: the attention kinds the model has where it lacks some of its
+    family's (the recurrent translators: cross-attention only)."""
+    kinds = {kind: cells for kind, cells in _cells(dims, family, n).items()
+             if kinds is None or kind in kinds}
     kept = sum(layers * dims.n_heads * q * k for layers, q, k in kinds.values()) * 2 * FLOAT32
     masks = sum(q * k for _layers, q, k in kinds.values()) * MASK_BYTES_PER_CELL
     return int(MARGIN * (kept + max(kept, _page(dims, kinds)) + masks + _overhead(dims, n)))

@@ -34,6 +34,8 @@ class LoadedModel(Protocol):
     Attributes:
         name: the SPEC it was loaded as (a bundled name, hub id or path).
         family: encoder-only, decoder-only or encoder-decoder.
+        kinds: the attention kinds its traces hold: its family's (:attr:`Family.kinds`), or
+            those of them it has (the recurrent translators: ``("decoder.cross",)``).
         device: where it runs (a model spread over several devices: where its inputs go).
         dtype: the precision of its weights, ``"float32"``, ``"bfloat16"`` or ``"float16"``
             (its traces' weights are float32 whatever it is).
@@ -48,6 +50,11 @@ class LoadedModel(Protocol):
     dtype: str
     dims: ModelDims
     positions: PositionInfo
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The attention kinds its traces hold, in stack order."""
+        ...
 
     @property
     def module(self) -> torch.nn.Module:

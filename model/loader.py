@@ -11,7 +11,12 @@ from model.errors import ModelLoadError
 from model.interface import LoadedModel
 from model.policy import OPEN, LoadPolicy
 
-BUNDLED = ("own-random", "own-translator", "minilm", "smollm2")
+# The own models (the seed's Transformer, random and trained; the lesson's recurrent
+# translators, model.own.recurrent), then the pretrained checkpoints that ship as packages.
+BUNDLED = ("own-random", "own-translator", "own-rnn", "own-gru", "own-bahdanau", "minilm",
+           "smollm2")
+# The single-vector models (a plain tanh RNN, a GRU), then the GRU with additive attention.
+RECURRENT = ("own-rnn", "own-gru", "own-bahdanau")
 MAX_SPEC = 512  # characters: longer than any hub id, and than most paths
 
 
@@ -20,9 +25,10 @@ def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
     """Load a model ready to :meth:`~model.interface.LoadedModel.trace` text.
 
     Args:
-        spec: a bundled name (``own-random``, ``own-translator``, ``minilm``, ``smollm2``), a
-            Hugging Face hub id, a local checkpoint directory or a ``.gguf`` file; surrounding
-            spaces are ignored.
+        spec: a bundled name (``own-random``, ``own-translator``, the recurrent translators
+            ``own-rnn``, ``own-gru`` and ``own-bahdanau``, ``minilm``, ``smollm2``), a Hugging
+            Face hub id, a local checkpoint directory or a ``.gguf`` file; surrounding spaces
+            are ignored.
         device: ``"auto"`` (CUDA when present, spread over every GPU when torch sees several,
             else CPU), ``"cpu"`` or ``"cuda"``.
         trust_remote_code: run a hub checkpoint's own Python code (off unless asked, and only
@@ -63,6 +69,10 @@ def load(spec: str, device: str = "auto", trust_remote_code: bool = False,
         from model.own.translator import Translator
 
         return Translator.from_files(device=device, dtype=dtype)
+    if spec in RECURRENT:
+        from model.own.recurrent import RecurrentTranslator
+
+        return RecurrentTranslator.from_files(spec, device=device, dtype=dtype)
     if spec not in BUNDLED and not policy.other:
         raise ModelLoadError(_("this server offers its bundled models only ({models}); its "
                                "operator has switched other models off").format(

@@ -96,7 +96,7 @@ class ModelDims:
         n_kv_heads: key/value heads per layer (fewer than ``n_heads`` with grouped-query
             attention; each serves ``n_heads // n_kv_heads`` consecutive query heads).
         d_head: width of one head.
-        d_ff: hidden width of the position-wise FFN.
+        d_ff: hidden width of the position-wise FFN (0: the model has none, a recurrent one).
         n_encoder_layers, n_decoder_layers: layers per stack (0 where a stack is absent).
     """
 
@@ -109,10 +109,13 @@ class ModelDims:
     n_decoder_layers: int
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "n_heads", "n_kv_heads", "d_head", "d_ff"):
+        for name in ("d_model", "n_heads", "n_kv_heads", "d_head"):
             if getattr(self, name) < 1:
                 raise ValueError(_("{name} must be positive, not {value}").format(
                     name=name, value=getattr(self, name)))
+        if self.d_ff < 0:
+            raise ValueError(_("{name} must be 0 or more, not {value}").format(
+                name="d_ff", value=self.d_ff))
         if self.n_heads % self.n_kv_heads:
             raise ValueError(_("n_kv_heads={kv_heads} must divide n_heads={heads}").format(
                 kv_heads=self.n_kv_heads, heads=self.n_heads))
@@ -129,13 +132,18 @@ class ModelDims:
         return self.n_heads // self.n_kv_heads
 
 
+# The positional scheme of a model that encodes no positions, a recurrent one: the order of the
+# words is the order its cells read them.
+RECURRENCE = "recurrence"
+
+
 @dataclass(frozen=True)
 class PositionInfo:
     """How a model encodes positions.
 
     Args:
-        scheme: ``sinusoidal``, ``rope``, ``learned``, ``relative bias`` or another name a
-            checkpoint's config gives.
+        scheme: ``sinusoidal``, ``rope``, ``learned``, ``relative bias``, another name a
+            checkpoint's config gives, or :data:`RECURRENCE` (none: a recurrent model).
         rope_theta: RoPE's frequency base (RoPE only).
         max_positions: the longest input the model reads (None: no fixed limit).
         sliding_window: keys more than ``sliding_window - 1`` positions behind a query are
@@ -195,7 +203,10 @@ def model_facts(dims: ModelDims, positions: PositionInfo, model_type: str,
             ``model_type`` (``llama``, ``bert``, ...).
         capture: how the weights were captured: ``own`` (the own models' hooks),
             ``recorded`` (queries and keys recorded through transformers' attention interface,
-            heads recomputed) or ``eager`` (the model's own ``output_attentions``).
+            heads recomputed), ``eager`` (the model's own ``output_attentions``), and for the
+            recurrent translators ``additive`` (Bahdanau's weights, recorded at each step) or
+            ``last state`` (a single-vector model: no attention, its decoder reads the
+            encoder's last state at every step, a weight of 1 on the last word).
     """
     dims_record = asdict(dims)
     facts = {"model_type": model_type,

@@ -11,6 +11,8 @@ encoder-decoder    ``encoder.self``, ``decoder.self`` (causal), ``decoder.cross`
 =================  =============================================================
 
 Each kind is ``[layer, head, query, key]`` float32; rows sum to 1; masked entries are exactly 0.
+A trace holds every kind its model has: all of its family's, or fewer where the model lacks some
+(the recurrent translators, encoder-decoders with cross-attention only); :attr:`names` lists them.
 Every kind lives in an :class:`~model.store.AttentionStore` (weights, scores and masks through one
 interface); a plain numpy array given for a kind is kept in a :class:`~model.store.DenseStore`.
 """
@@ -60,7 +62,8 @@ class AttentionTrace:
         model: the model's name (a bundled name, hub id or path).
         family: a :class:`~model.meta.Family` (or its string).
         attention: ``kind -> `` an :class:`~model.store.AttentionStore` or a numpy array
-            ``[layer, head, query, key]`` of weights.
+            ``[layer, head, query, key]`` of weights: every kind of the family, or the ones
+            the model has (at least one; the recurrent translators: ``decoder.cross``).
         tokens, ids: display tokens and input ids of a single-stack model.
         source_tokens, source_ids, target_tokens, target_ids: the same for encoder-decoder.
         n_heads: query heads per layer.
@@ -121,14 +124,14 @@ class AttentionTrace:
                 object.__setattr__(self, name, readonly(np.asarray(value, dtype=kind)))
             if len(getattr(self, tok)) != len(getattr(self, ids)):
                 raise ValueError(f"{tok} and {ids} differ in length")
-        if set(self.attention) != set(family.kinds):
-            raise ValueError(
-                f"a {family} trace holds {family.kinds}, got {tuple(self.attention)}")
+        if not self.attention or not set(self.attention) <= set(family.kinds):
+            raise ValueError(f"a {family} trace holds some of {family.kinds} (at least one), "
+                             f"got {tuple(self.attention)}")
         if self.n_heads < 1 or self.n_kv_heads < 1 or self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}")
         stores = {}
-        for name in family.kinds:
+        for name in (kind for kind in family.kinds if kind in self.attention):
             store = self.attention[name]
             if isinstance(store, np.ndarray):
                 store = DenseStore(store, causal=name in CAUSAL_KINDS,
@@ -159,8 +162,8 @@ class AttentionTrace:
         extras = {}
         for key, array in dict(self.extras).items():
             kind, _dot, method = str(key).rpartition(".")
-            if kind not in family.kinds or method not in EXTRA_METHODS:
-                raise ValueError(f"an extra array is named kind.method ({family.kinds}, "
+            if kind not in stores or method not in EXTRA_METHODS:
+                raise ValueError(f"an extra array is named kind.method ({tuple(stores)}, "
                                  f"{EXTRA_METHODS}), not {key!r}")
             array = np.asarray(array, dtype=np.float32)
             q_len, k_len = (len(t) for t in self.axes(kind))
@@ -191,8 +194,9 @@ class AttentionTrace:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The attention kinds this trace holds, e.g. ``("decoder.self",)``."""
-        return self.family.kinds
+        """The attention kinds this trace holds, in stack order, e.g. ``("decoder.self",)``:
+        its family's (:attr:`~model.meta.Family.kinds`), or those of them its model has."""
+        return tuple(self.attention)
 
     @property
     def n_layers(self) -> int:
@@ -393,7 +397,8 @@ class AttentionTrace:
                      and k.rpartition(".")[0] in family.kinds]
             kwargs = {k: data[k] for k in data.files
                       if k != "meta" and k not in family.kinds and k not in extra}
-            attention = {name: data[name] for name in family.kinds}
+            # the kinds the file holds: all of the family's, or the ones its model has
+            attention = {name: data[name] for name in family.kinds if name in data.files}
             extras = {k: data[k] for k in extra}
         known = ("model", "n_heads", "n_kv_heads", "positional", "device", "dtype")
         fields = {k: meta.pop(k) for k in known if k in meta}

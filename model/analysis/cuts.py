@@ -239,7 +239,8 @@ class GenerationStep:
         rows: the decoder's rows, named by the word each writes (:func:`query_rows`): every
             word written, then ``<eos>``.
         self_weights, self_allowed: masked self-attention up to this step, ``[step, step]``:
-            rows ``rows.labels[:step]``, keys ``self_keys``.
+            rows ``rows.labels[:step]``, keys ``self_keys``; None for a decoder without
+            self-attention (a recurrent one carries a state instead).
         self_keys: the decoder's input tokens up to this step (``<bos>``, 猫, …).
         cross_row: this step's cross-attention over the source, ``[source]``.
         cross_peak: the source position it weighs most.
@@ -251,8 +252,8 @@ class GenerationStep:
 
     step: int
     rows: Rows
-    self_weights: np.ndarray
-    self_allowed: np.ndarray
+    self_weights: np.ndarray | None
+    self_allowed: np.ndarray | None
     self_keys: list[str]
     cross_row: np.ndarray
     cross_peak: int
@@ -294,14 +295,15 @@ def generation_step(trace: AttentionTrace, step: int, layer: int,
     t = step - 1  # the query row that writes word t + 1
     rows = query_rows(trace, "decoder.cross")
     chosen = rows.labels[t]
-    self_w = trace.head_or_mean("decoder.self", layer, head)
+    has_self = "decoder.self" in trace.names  # a recurrent decoder has none
+    self_w = trace.head_or_mean("decoder.self", layer, head) if has_self else None
     cross_w = trace.head_or_mean("decoder.cross", layer, head)
     top = trace.steps[t].top_k
     words = [word for word, _probability in top]
     return GenerationStep(
         step=step, rows=rows,
-        self_weights=self_w[:step, :step],
-        self_allowed=trace.mask("decoder.self", layer)[:step, :step],
+        self_weights=self_w[:step, :step] if has_self else None,
+        self_allowed=trace.mask("decoder.self", layer)[:step, :step] if has_self else None,
         self_keys=list(trace.target_tokens[:step]), cross_row=cross_w[t],
         cross_peak=int(cross_w[t].argmax()), source_tokens=list(trace.source_tokens),
         alignment=cross_w, top_words=words, top_probabilities=[p for _word, p in top],

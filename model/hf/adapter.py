@@ -188,6 +188,11 @@ class HFModel(Intervenes):
             return self.tokenizer(*args, **kwargs)
 
     @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every attention kind of its family."""
+        return self.family.kinds
+
+    @property
     def module(self) -> torch.nn.Module:
         return self.model
 

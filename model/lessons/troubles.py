@@ -306,11 +306,13 @@ def mla_as_mha_per_token(config: dict = DEEPSEEK_V2, bytes_per_element: int = 2)
 ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
-def loaded_kv_model(name: str, dims: ModelDims, dtype: str) -> KVModel | None:
-    """The :class:`KVModel` of a loaded model (its ``dims`` and ``dtype``, as
-    :class:`~model.interface.LoadedModel` gives them), or None for an encoder-only model (no
-    decoder: nothing is generated, nothing cached)."""
-    if dims.n_decoder_layers == 0:
+def loaded_kv_model(name: str, dims: ModelDims, dtype: str,
+                    kinds: tuple[str, ...] = ("decoder.self",)) -> KVModel | None:
+    """The :class:`KVModel` of a loaded model (its ``dims``, ``dtype`` and attention ``kinds``,
+    as :class:`~model.interface.LoadedModel` gives them), or None for a model without decoder
+    self-attention: an encoder-only one (nothing is generated, nothing cached), or a recurrent
+    translator (it carries one state from step to step instead)."""
+    if dims.n_decoder_layers == 0 or "decoder.self" not in kinds:
         return None
     config = (f"n_decoder_layers {dims.n_decoder_layers}, n_heads {dims.n_heads}, "
               f"n_kv_heads {dims.n_kv_heads}, d_head {dims.d_head}, {dtype}")

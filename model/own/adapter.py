@@ -104,6 +104,11 @@ class OwnModel(Intervenes):
         return self.config.family
 
     @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every attention kind of its family."""
+        return self.family.kinds
+
+    @property
     def dims(self) -> ModelDims:
         cfg = self.config
         return ModelDims(d_model=cfg.d_model, n_heads=cfg.n_heads, n_kv_heads=cfg.n_heads,

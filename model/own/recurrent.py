@@ -20,6 +20,14 @@ reads from the source at each step:
 All read one word per step, left to right, with a :class:`torch.nn.GRUCell` or
 :class:`torch.nn.RNNCell` (seed 3.6: serial, O(n) steps). Weights ship in ``weights/`` with a
 JSON card; :mod:`model.own.train_recurrent` reproduces them bit for bit.
+
+:class:`RecurrentTranslator` is a :class:`~model.interface.LoadedModel` (``load("own-gru")``): its
+trace is an encoder-decoder trace holding the one attention it has, ``decoder.cross`` (one layer,
+one head, target × source): Bahdanau's weights as the decoder computed them at each step, and
+for the single-vector models the read they make instead, all of it on the encoder's last state
+(the context they read at every step is that state, ``c_t = h_n``: a weight of 1 on the last
+word and 0 elsewhere, exactly). Neither has self-attention: the encoder and the decoder each
+carry a state from word to word instead.
 """
 
 from __future__ import annotations
@@ -34,14 +42,23 @@ from safetensors.torch import load_file
 from torch import nn
 
 from i18n import _
-from model.device import resolve_device
-from model.own.vocab import WordVocab, split_words
+from model.budget import Lengths, dense_bytes
+from model.device import dtype_name, resolve_device, resolve_dtype
+from model.errors import CaptureError
+from model.loader import RECURRENT
+from model.meta import RECURRENCE, Family, ModelDims, PositionInfo, model_facts
+from model.own.vocab import BOS, WordVocab, split_words
+from model.store import DenseStore
 from model.text import check_text
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-# The single-vector models (a plain tanh RNN, a GRU), then the GRU with additive attention.
-MODELS = ("own-rnn", "own-gru", "own-bahdanau")
+# The single-vector models (a plain tanh RNN, a GRU), then the GRU with additive attention
+# (named once, where load() routes them).
+MODELS = RECURRENT
 CELLS = {"rnn": nn.RNNCell, "gru": nn.GRUCell}
+# How a trace says where its cross-attention comes from (``meta["capture"]``): Bahdanau's
+# weights recorded at each step, or the single vector's fixed read of the last state.
+ADDITIVE, LAST_STATE = "additive", "last state"
 
 
 def weights_path(name: str, folder: Path = WEIGHTS_DIR) -> Path:
@@ -108,8 +125,10 @@ class AdditiveAttention(nn.Module):
             the context ``[batch, d_hidden]`` and the weights ``[batch, source]``.
         """
         scores = self.v(torch.tanh(self.W_s(state)[:, None] + keys))[..., 0]  # [batch, source]
-        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-        return (weights[..., None] * annotations).sum(1), weights
+        # the softmax in float32 whatever the weights' precision (a no-op in float32): rows sum
+        # to 1 to float32 precision in half precision too
+        weights = torch.softmax(scores.float().masked_fill(~allowed, float("-inf")), dim=-1)
+        return (weights.to(annotations.dtype)[..., None] * annotations).sum(1), weights
 
 
 class RecurrentSeq2Seq(nn.Module):
@@ -219,7 +238,11 @@ class Translation:
 
 
 class RecurrentTranslator:
-    """A trained recurrent model with its vocabularies (one of :data:`MODELS`)."""
+    """A trained recurrent model with its vocabularies (one of :data:`MODELS`), and a
+    :class:`~model.interface.LoadedModel`: an encoder-decoder whose trace holds its one
+    attention kind, ``decoder.cross`` (see the module's docstring)."""
+
+    family = Family.ENCODER_DECODER
 
     def __init__(self, name: str, network: RecurrentSeq2Seq, device: torch.device,
                  src_vocab: WordVocab, tgt_vocab: WordVocab, card: dict | None = None):
@@ -230,9 +253,10 @@ class RecurrentTranslator:
         self.card = card or {}
 
     @classmethod
-    def from_files(cls, name: str, device: str = "auto",
-                   folder: Path = WEIGHTS_DIR) -> RecurrentTranslator:
-        """Load ``name`` (one of :data:`MODELS`) from its safetensors and card."""
+    def from_files(cls, name: str, device: str = "auto", folder: Path = WEIGHTS_DIR,
+                   dtype: str = "auto") -> RecurrentTranslator:
+        """Load ``name`` (one of :data:`MODELS`) from its safetensors and card, in ``dtype``
+        (see :func:`~model.device.resolve_dtype`: float32 on the CPU)."""
         if name not in MODELS:
             raise ValueError(_("no recurrent model is named {name} (there are {names})").format(
                 name=name, names=", ".join(MODELS)))
@@ -244,8 +268,156 @@ class RecurrentTranslator:
         info = json.loads(card.read_text(encoding="utf-8"))
         network = RecurrentSeq2Seq(RecurrentConfig(**info["config"]))
         network.load_state_dict(load_file(str(weights)))
-        return cls(name, network, resolve_device(device), WordVocab(info["src_vocab"][4:]),
-                   WordVocab(info["tgt_vocab"][4:]), info)
+        device_t = resolve_device(device)
+        return cls(name, network.to(resolve_dtype(dtype, device_t)), device_t,
+                   WordVocab(info["src_vocab"][4:]), WordVocab(info["tgt_vocab"][4:]), info)
+
+    # --- the LoadedModel interface -----------------------------------------------------------
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The attention kinds its traces hold: cross-attention only (no self-attention)."""
+        return ("decoder.cross",)
+
+    @property
+    def dtype(self) -> str:
+        """The precision of its weights (``"float32"`` on the CPU)."""
+        return dtype_name(next(self.network.parameters()).dtype)
+
+    @property
+    def dims(self) -> ModelDims:
+        """One recurrent layer a stack, the hidden state as d_model; one head (Bahdanau's
+        score reads the whole state); no position-wise FFN (d_ff 0)."""
+        d = self.network.cfg.d_hidden
+        return ModelDims(d_model=d, n_heads=1, n_kv_heads=1, d_head=d, d_ff=0,
+                         n_encoder_layers=1, n_decoder_layers=1)
+
+    @property
+    def positions(self) -> PositionInfo:
+        """No position encoding: the words' order is the order the cells read them."""
+        return PositionInfo(RECURRENCE)
+
+    @property
+    def module(self) -> torch.nn.Module:
+        return self.network
+
+    def parameter_modules(self) -> dict[str, list[torch.nn.Module]]:
+        """Bahdanau's attention (W_s, W_h, v) and the embeddings; no FFN. The recurrent cells
+        and the output projection are the rest."""
+        net = self.network
+        return {"attention": [net.attention] if net.attention is not None else [], "ffn": [],
+                "embeddings": [net.src_embed, net.tgt_embed]}
+
+    def position_embeddings(self, n_positions: int) -> None:
+        """None: a recurrent model learns no position vectors."""
+        return None
+
+    def position_table(self, n_positions: int) -> None:
+        """None: a recurrent model adds no position table."""
+        return None
+
+    def count_tokens(self, text: str, target: str | None = None) -> Lengths:
+        """The token counts a trace of ``text`` (and ``target``) would run on; nothing runs.
+        Without a target, greedy decoding writes at most ``2 n + 10`` words."""
+        n_source = len(split_words(text))
+        n_target = len(split_words(target)) if target is not None else 2 * n_source + 10
+        return Lengths(n_source, n_target + 1)  # <bos> and the words
+
+    def memory_needed(self, n: Lengths) -> int:
+        """Peak bytes of a trace of ``n`` tokens: its one kind's weights kept whole."""
+        return dense_bytes(self.dims, self.family, n, kinds=self.kinds)
+
+    def attention_batch(self, texts: list[str]):
+        """Trace each text and hand their weights out as one padded batch
+        (:class:`~model.reading.batch.AttentionBatch`)."""
+        from model.reading.batch import padded_from_traces
+
+        return padded_from_traces([self.trace(text) for text in texts], self.device)
+
+    def attention_parts(self, text: str, target: str | None = None):
+        """Refused: see :meth:`_no_moves`."""
+        raise self._no_moves()
+
+    def layer_outputs(self, text: str, kind: str, layer: int, zero_keys: list[int],
+                      target: str | None = None):
+        """Refused: see :meth:`_no_moves`."""
+        raise self._no_moves()
+
+    def ablation(self, text: str, kind: str, layer: int, heads: list[int],
+                 target: str | None = None):
+        """Refused: see :meth:`_no_moves`."""
+        raise self._no_moves()
+
+    def _no_moves(self) -> CaptureError:
+        """What moves (:class:`~model.interface.Intervenes`) reads values, output projections
+        and heads to leave out; a recurrent translator has none of them."""
+        if not self.has_attention:
+            return CaptureError(_("{model} has no attention to take apart: its decoder reads "
+                                  "the encoder's last state").format(model=self.name))
+        return CaptureError(_("{model} is a recurrent translator: its attention averages the "
+                              "encoder's states themselves, with no value or output projection "
+                              "and one head").format(model=self.name))
+
+    @torch.inference_mode()
+    def trace(self, text: str, target: str | None = None):
+        """Run the model on ``text`` and keep what its decoder read of the source.
+
+        Args:
+            text: the English source.
+            target: the Chinese words, teacher-forced; None traces the greedy translation.
+
+        Returns:
+            an :class:`~model.trace.AttentionTrace` of the encoder-decoder family holding
+            ``decoder.cross`` ``[1 layer, 1 head, target, source]``: the target axis is
+            ``<bos>`` and the words; row t is the step that read token t and wrote the next
+            (its :class:`~model.meta.Step` the distribution it wrote from). Bahdanau's rows are
+            the weights it computed; a single-vector model's rows put 1 on the last word, the
+            state its context is (``meta["capture"]`` says which).
+
+        Raises:
+            TypeError: ``text`` or ``target`` is not a string.
+            ValueError: no words, invalid Unicode, or a word outside the vocabulary (an
+                :class:`~model.errors.UnknownWordsError` naming it and its side).
+        """
+        from model.own.adapter import _encode, _special_positions
+        from model.own.decoding import steps_from_logits
+        from model.trace import AttentionTrace
+
+        check_text(text)
+        if target is not None:
+            check_text(target, _("the target"))
+        words = split_words(text)
+        if not words:
+            raise ValueError(_("the text holds no words"))
+        src_ids = _encode(self.src_vocab, words, "source")
+        tgt_words = split_words(target) if target is not None else \
+            self.tgt_vocab.decode(self.translate_ids([src_ids])[0])
+        tgt_ids = [self.tgt_vocab.bos_id, *_encode(self.tgt_vocab, tgt_words, "target")]
+        src = torch.tensor([src_ids], device=self.device)  # [batch, source]
+        states, last, allowed = self.network.encode(src)
+        tgt = torch.tensor([tgt_ids], device=self.device)  # [batch, target]: <bos> and words
+        logits, _fed, weights = self.network.decode(states, last, allowed, tgt)
+        if self.has_attention:
+            cross = weights[0].float().cpu().numpy()  # [target, source]
+        else:  # the context of every step is the last state: all of it on the last word
+            cross = np.zeros((len(tgt_ids), len(src_ids)), dtype=np.float32)
+            cross[:, -1] = 1.0
+        tokens = dict(source_tokens=words, source_ids=src_ids,
+                      target_tokens=[BOS, *tgt_words], target_ids=tgt_ids)
+        written = [*tgt_ids[1:], self.tgt_vocab.eos_id]  # what each step wrote
+        return AttentionTrace(
+            model=self.name, family=self.family,
+            attention={"decoder.cross": DenseStore(cross[None, None])},  # [layer, head, q, k]
+            n_heads=1, n_kv_heads=1, positional=RECURRENCE, device=str(self.device),
+            dtype=self.dtype, steps=steps_from_logits(logits[0], written, self.tgt_vocab.itos),
+            special_positions=_special_positions(tokens),
+            meta=model_facts(self.dims, self.positions, model_type="own",
+                             capture=ADDITIVE if self.has_attention else LAST_STATE),
+            **tokens)
+
+    def english_words(self) -> list[str]:
+        """The words it reads, sorted (the translator's English vocabulary)."""
+        return self.src_vocab.words()
 
     @property
     def has_attention(self) -> bool:

@@ -110,7 +110,7 @@ class Translator(OwnModel):
 
     def english_words(self) -> list[str]:
         """The words the translator reads, sorted (its source vocabulary without specials)."""
-        return sorted(w for w in self.src_vocab.itos if w not in SPECIALS)
+        return self.src_vocab.words()
 
     def translate(self, text: str) -> str:
         """Greedy translation of ``text`` (Chinese words separated by spaces)."""

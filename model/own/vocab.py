@@ -56,6 +56,10 @@ class WordVocab:
     def eos_id(self) -> int:
         return self.stoi[EOS]
 
+    def words(self) -> list[str]:
+        """The vocabulary's words without the specials, sorted."""
+        return sorted(w for w in self.itos if w not in SPECIALS)
+
     def unknown(self, words: Iterable[str]) -> list[str]:
         """The words of ``words`` that are not in the vocabulary, in order, without repeats."""
         return list(dict.fromkeys(w for w in words if w not in self))
