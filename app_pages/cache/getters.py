@@ -557,10 +557,12 @@ def _readonly(value):
 @st.cache_resource(show_spinner=False, max_entries=6)
 def get_recurrent(name: str, device: str):
     """``own-rnn``, ``own-gru`` or ``own-bahdanau`` (:mod:`model.own.recurrent`), one per
-    server and device."""
+    server and device, in float32 as they were trained (the lesson's figures on any device).
+    Kept apart from the sidebar's models (:func:`get_model`, four at most): the lesson's three
+    would push minilm and smollm2 out of those, and they are tiny."""
     from model.own.recurrent import RecurrentTranslator
 
-    return RecurrentTranslator.from_files(name, device=device)
+    return RecurrentTranslator.from_files(name, device=device, dtype="float32")
 
 
 def _single_vector(device: str) -> dict:

@@ -10,10 +10,27 @@ from app_pages.cache.limits import check_analysis
 from app_pages.frame import widgets
 from app_pages.frame.classroom import STEPPER, keys_caption
 from app_pages.frame.errors import explained_errors
+from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
 from app_pages.frame.run import Run
 from app_pages.frame.settings import kind_label
 from i18n import N_, _
+
+
+def self_attention_kinds(trace, page: str, why: str = "") -> list[str]:
+    """The trace's self-attention kinds; where it has none (a recurrent translator: its one
+    attention is cross-attention), a note saying that ``page`` (its title, in the current
+    language) needs them and where that model's attention is shown, ``why`` after it, and the
+    page stops."""
+    kinds = [name for name in trace.names if name.endswith(".self")]
+    if not kinds:
+        st.info(_("{page} reads self-attention, and {model} has none: a recurrent translator "
+                  "reads one word per step and carries a state instead. Its one attention, the "
+                  "decoder's cross-attention, is on Explore, Translate and Compare; lesson 3.6 "
+                  "sets it beside the Transformer.").format(page=page, model=literal(trace.model))
+                + (" " + why if why else ""), icon=":material/repeat:")
+        st.stop()
+    return kinds
 
 
 def kind_selector(trace, container=st, key: str = "kind", kinds=None) -> str:

@@ -26,6 +26,7 @@ from app_pages.frame.settings import (
 from i18n import _
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
+from model.own.recurrent import LAST_STATE
 
 
 def show_token_notes(run: Run) -> None:
@@ -72,8 +73,20 @@ def random_weights_note(spec: str) -> None:
     """Say so on the page when ``spec`` has random weights."""
     if spec in RANDOM_WEIGHTS:
         st.info(_("{model} has random weights: it was never trained, so its attention shows "
-                  "positions and repeated words, not meaning. own-translator, minilm and "
-                  "smollm2 are trained.").format(model=spec), icon="🎲")
+                  "positions and repeated words, not meaning. The other bundled models are "
+                  "trained.").format(model=spec), icon="🎲")
+
+
+def single_vector_note(trace: AttentionTrace, container=st) -> None:
+    """Above the charts of a single-vector model (own-rnn, own-gru): it has no attention, and
+    its weight of 1 on the last word is the one state its decoder reads."""
+    if trace.meta.get("capture") == LAST_STATE:
+        container.info(_("{model} has no attention: at every step its decoder reads the "
+                         "encoder's last state, the whole sentence squeezed into one vector. "
+                         "Its cross-attention is drawn as that read, exactly: a weight of 1 on "
+                         "the last word and 0 on the others. Compare own-bahdanau, the same "
+                         "GRU with attention (lesson 3.6).").format(model=literal(trace.model)),
+                       icon=":material/compress:")
 
 
 def state_limits(loaded: LoadedModel, bounds) -> None:
@@ -154,6 +167,7 @@ def load_run() -> Run:
         help=_("Every attention weight of this run in the export format (numpy.load reads "
                "it)."))
     show_token_notes(run)
+    single_vector_note(run.trace)
     return run
 
 

@@ -22,6 +22,12 @@ MODEL_HELP = {  # in English, translated where shown
                          "vocabulary into Chinese (The cat sat on the mat → 猫 坐 在 垫子 上)"),
     "own-random": N_("the lesson's full-size encoder-decoder (512 wide, 8 heads, 6 + 6 layers) "
                      "with random weights; its vocabulary is built from your text"),
+    "own-rnn": N_("the lesson's plain RNN translator (§3.6), trained on the same corpus: no "
+                  "attention, its decoder reads the encoder's last state, one vector"),
+    "own-gru": N_("the lesson's GRU translator (§3.6), trained on the same corpus: no "
+                  "attention, its decoder reads the encoder's last state, one vector"),
+    "own-bahdanau": N_("the lesson's GRU translator with Bahdanau's additive attention (§3.6, "
+                       "attention's first form): one cross-attention head, no self-attention"),
     "minilm": N_("all-MiniLM-L6-v2: a pretrained 6-layer BERT encoder (12 heads) for any "
                  "English text"),
     "smollm2": N_("SmolLM2-135M-Instruct: a pretrained 30-layer Llama decoder, 9 query / 3 "
@@ -46,7 +52,8 @@ def kind_label(name: str) -> str:
 FAMILY_NAMES = {"encoder-only": N_("encoder-only"), "decoder-only": N_("decoder-only"),
                 "encoder-decoder": N_("encoder-decoder")}
 SCHEME_NAMES = {"sinusoidal": N_("sinusoidal"), "rope": N_("rope"), "learned": N_("learned"),
-                "relative bias": N_("relative bias")}
+                "relative bias": N_("relative bias"),
+                "recurrence": N_("recurrence")}
 
 
 # How a trace's weights were captured (its ``meta["capture"]``), as pages say it.
@@ -57,6 +64,12 @@ CAPTURE_NAMES = {
     "eager": N_("weights: the model's own eager output_attentions (its attention does not go "
                 "through transformers' attention interface, so every layer's weights are kept "
                 "in memory)"),
+    "additive": N_("weights: Bahdanau's additive attention, recorded at each step of the "
+                   "recurrent decoder, the only attention this model has (it has no "
+                   "self-attention: its encoder and decoder carry a state from word to word)"),
+    "last state": N_("no attention: at every step this model's decoder reads the encoder's last "
+                     "state, the whole sentence squeezed into one vector; drawn as a weight of "
+                     "1 on the last word, which is exactly what it reads"),
 }
 
 

@@ -9,7 +9,7 @@ import streamlit as st
 from app_pages.cache.getters import get_trace, heavy_work
 from app_pages.frame import widgets
 from app_pages.frame.charts import chart
-from app_pages.frame.controls import kind_selector
+from app_pages.frame.controls import kind_selector, self_attention_kinds
 from app_pages.frame.errors import describe_error, explained_errors
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import script
@@ -77,7 +77,7 @@ else:
     spec, device, text, dtype = run.key.spec, run.key.device, run.key.text, run.key.dtype
     loaded, trace = run.model, run.trace
 
-kinds = [name for name in trace.names if name.endswith(".self")]
+kinds = self_attention_kinds(trace, _("This lesson"))
 a, b, c = st.columns([3, 1, 1])
 name = kind_selector(trace, a, key="masks_kind", kinds=kinds)
 layer = widgets.selectbox(_("Layer"), range(trace.layers(name)), key="masks_layer", container=b)

@@ -159,11 +159,17 @@ if sidebar_spec:
                              "published models are shown.").format(model=sidebar_spec,
                                                                    reason=error)))
     else:
-        sidebar = loaded_kv_model(loaded.name, loaded.dims, loaded.dtype)
-        if sidebar is None:
+        sidebar = loaded_kv_model(loaded.name, loaded.dims, loaded.dtype, loaded.kinds)
+        if sidebar is None and loaded.dims.n_decoder_layers == 0:
             st.caption(literal(_("The sidebar's model, {model}, is encoder-only: it writes no "
                                  "tokens, so it keeps no KV cache. The published decoders are "
                                  "shown.").format(model=sidebar_spec)))
+        elif sidebar is None:
+            st.caption(literal(_("The sidebar's model, {model}, is recurrent: it keeps no KV "
+                                 "cache growing as it writes, only one state of {width} numbers "
+                                 "carried from word to word (lesson 3.6). The published "
+                                 "decoders are shown.").format(
+                model=sidebar_spec, width=loaded.dims.d_model)))
 with explained_errors():
     rows = kv_rows(tokens, sidebar)
 chart(kv_cache([r.name for r in rows], [r.total for r in rows], [r.attention for r in rows],

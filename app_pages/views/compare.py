@@ -31,7 +31,7 @@ from app_pages.frame.charts import chart
 from app_pages.frame.controls import kind_selector
 from app_pages.frame.errors import describe_error, explained_errors
 from app_pages.frame.markdown import literal
-from app_pages.frame.run import Run, RunKey, random_weights_note
+from app_pages.frame.run import Run, RunKey, random_weights_note, single_vector_note
 from app_pages.frame.settings import (
     DEFAULT_TEXT,
     initial,
@@ -313,6 +313,7 @@ def _models() -> None:
         column.markdown(f"**{literal(model_spec)}**")
         with column:
             run = _trace(model_spec, device, text)
+        single_vector_note(run.trace, column)
         name = kind_selector(run.trace, container=column, key=f"{prefix}_kind")
         layer, head = _layer_head(run.trace, name, prefix, container=column)
         zmax = _ceiling([run], name, layer, container=column)

@@ -201,7 +201,8 @@ chart(grid, key="heads_grid", name=(name, f"layer {layer}", "all heads"))
 # The positional scheme said as one phrase: a scheme's name in Chinese already ends in 位置编码
 # (正弦位置编码), so "{scheme} positions" said it twice; another scheme is named as it comes.
 POSITIONS = {"sinusoidal": N_("sinusoidal positions"), "rope": N_("RoPE positions"),
-             "learned": N_("learned positions"), "relative bias": N_("relative position bias")}
+             "learned": N_("learned positions"), "relative bias": N_("relative position bias"),
+             "recurrence": N_("no position encoding (a recurrent model reads in order)")}
 about = dict(model=literal(trace.model), family=named(FAMILY_NAMES, trace.family),
              n_layers=trace.n_layers, n_heads=trace.n_heads, n_kv_heads=trace.n_kv_heads,
              positions=_(POSITIONS[trace.positional]) if trace.positional in POSITIONS else

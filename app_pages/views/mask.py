@@ -8,7 +8,12 @@ import viz
 from app_pages.cache.getters import heavy_work
 from app_pages.frame import live, widgets
 from app_pages.frame.charts import chart
-from app_pages.frame.controls import kind_selector, stepper, window_selector
+from app_pages.frame.controls import (
+    kind_selector,
+    self_attention_kinds,
+    stepper,
+    window_selector,
+)
 from app_pages.frame.markdown import literal
 from app_pages.frame.run import load_run
 from app_pages.frame.settings import kind_name, presenting
@@ -24,7 +29,10 @@ st.markdown(_("A decoder writing word *t* may not look at words after *t*: their
               "forbid more."))
 run = load_run()
 trace = run.trace
-kinds = [n for n in trace.names if n == "decoder.self"] or list(trace.names)
+kinds = self_attention_kinds(trace, _("The causal mask"), _(
+    "It needs no causal mask: its decoder cannot look at a later word because it has not read "
+    "it yet."))
+kinds = [n for n in kinds if n == "decoder.self"] or kinds
 c1, c2, c3 = st.columns([2, 1, 1])
 name = kind_selector(trace, c1, key="mask_kind", kinds=kinds)
 if name != "decoder.self":

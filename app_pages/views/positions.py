@@ -21,6 +21,7 @@ from model.analysis.positions import (
     rope_thetas_shown,
     sinusoidal,
 )
+from model.meta import RECURRENCE
 
 # The positional schemes a model reports (``PositionInfo.scheme``), as the page names them.
 
@@ -56,8 +57,14 @@ if spec:
         info = model_positions(get_model(spec, device))
     random_weights_note(spec)
     scheme = info["scheme"]
-    st.write(_("**{model}** uses **{scheme}** positions.").format(
-        model=literal(spec), scheme=named(SCHEME_NAMES, scheme)))
+    if scheme == RECURRENCE:
+        st.write(_("**{model}** has no position encoding: a recurrent model reads the words one "
+                   "at a time, in order, so their order is already in its state. That serial "
+                   "reading is what lesson 3.6 measures against the Transformer.").format(
+            model=literal(spec)))
+    else:
+        st.write(_("**{model}** uses **{scheme}** positions.").format(
+            model=literal(spec), scheme=named(SCHEME_NAMES, scheme)))
     if "periods" in info:
         chart(viz.rope_periods(
             info["periods"], _("RoPE with θ base {theta:g}, d_head {d_head}: positions per turn "
@@ -70,6 +77,6 @@ if spec:
             _("cosine")), key="model_similarity")
     elif "table" in info:
         st.caption(_("The own models add the lesson's sinusoidal table shown above."))
-    else:
+    elif scheme != RECURRENCE:
         st.caption(_("Its positions enter through a relative bias inside attention (T5): there "
                      "is no table to draw."))

@@ -8,7 +8,7 @@ import viz
 from app_pages.cache.getters import get_rollout
 from app_pages.frame import widgets
 from app_pages.frame.charts import chart
-from app_pages.frame.controls import bounded_analysis, kind_selector
+from app_pages.frame.controls import bounded_analysis, kind_selector, self_attention_kinds
 from app_pages.frame.run import load_run
 from app_pages.frame.settings import kind_name
 from i18n import N_, _
@@ -22,7 +22,7 @@ st.warning(_("Attention weights show where a model looked, not why it decided: r
              "rough picture of information flow, not an explanation."))
 run = load_run()
 trace = run.trace
-kinds = [n for n in trace.names if n.endswith(".self")]
+kinds = self_attention_kinds(trace, _("Rollout"))
 name = kind_selector(trace, key="ro_kind", kinds=kinds)
 bounded_analysis(run, name, _("Rollout"))
 flows = get_rollout(run, name)

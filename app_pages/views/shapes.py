@@ -7,6 +7,7 @@ import streamlit as st
 
 import viz
 from app_pages.frame.charts import chart
+from app_pages.frame.controls import self_attention_kinds
 from app_pages.frame.markdown import literal
 from app_pages.frame.run import load_run
 from i18n import N_, _
@@ -21,6 +22,9 @@ PARTS = {"attention": N_("attention"), "ffn": N_("ffn"), "embeddings": N_("embed
 st.title(_("Shapes and costs"))
 run = load_run()
 trace, d = run.trace, run.model.dims
+self_attention_kinds(trace, _("Shapes and costs"), _(
+    "Its tensors are a state of {width} numbers carried from word to word, not the (B, L, "
+    "d_model) streams of lesson §3.5.").format(width=d.d_model))
 st.markdown(_("**{model}**: d_model {d_model}, {n_heads} heads of d_head {d_head}, "
               "{n_kv_heads} key/value heads, FFN {d_ff}.").format(
     model=literal(trace.model), d_model=d.d_model, n_heads=d.n_heads, d_head=d.d_head,

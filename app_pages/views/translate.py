@@ -1,7 +1,9 @@
 """Translate: a translator writes one word at a time; step through what it looked at.
 
-The own translator by default; the sidebar's model when it is a Hugging Face encoder-decoder
-(NLLB, M2M100, Marian, T5, ...), which translates with its own ``generate``."""
+The own translator by default; the sidebar's model when it is another encoder-decoder: a Hugging
+Face one (NLLB, M2M100, Marian, T5, ...), which translates with its own ``generate``, or one of
+the lesson's recurrent translators (own-rnn, own-gru, own-bahdanau), whose decoder has no
+self-attention to show."""
 
 from __future__ import annotations
 
@@ -14,11 +16,13 @@ from app_pages.frame.charts import chart
 from app_pages.frame.controls import stepper
 from app_pages.frame.errors import describe_error, explained_errors
 from app_pages.frame.markdown import literal
+from app_pages.frame.run import single_vector_note
 from app_pages.frame.settings import settings
 from app_pages.frame.sink import sink_drawn, sink_toggle
 from i18n import N_, _
 from model.analysis import questions
 from model.analysis.cuts import generation_step, written_words
+from model.loader import RECURRENT
 from model.meta import Family
 
 OWN_SPEC = "own-translator"
@@ -38,8 +42,12 @@ if chosen and chosen not in (OWN_SPEC, *BUNDLED_NOT_TRANSLATORS):
     except ValueError:  # it did not load: the other pages say why; this one translates anyway
         pass
 if SPEC == OWN_SPEC:
-    st.caption(_("This page runs own-translator unless the sidebar's model is a Hugging Face "
-                 "encoder-decoder (a translation model such as NLLB or M2M100)."))
+    st.caption(_("This page runs own-translator unless the sidebar's model is another "
+                 "encoder-decoder: a Hugging Face translation model (NLLB, M2M100, …) or one of "
+                 "the lesson's recurrent translators (own-rnn, own-gru, own-bahdanau)."))
+elif SPEC in RECURRENT:
+    st.caption(_("Translating with the sidebar's model, {model}: a recurrent decoder writing one "
+                 "word per step, greedily.").format(model=SPEC))
 else:
     st.caption(_("Translating with the sidebar's model, {model}, by its own greedy "
                  "generate.").format(model=literal(SPEC)))
@@ -90,6 +98,7 @@ if not text.strip():
 with explained_errors(describe=describe_error(SPEC, vocabulary_above=vocabulary is not None)):
     trace = get_trace(SPEC, device, text)
 
+single_vector_note(trace)
 written = written_words(trace)  # words 1..n, then <eos>
 heading = st.empty()  # the translation as far as the step: a later word is not given away
 
@@ -113,23 +122,29 @@ step_line.markdown(_("**Step {step}:** written so far: {so_far} → chooses **{w
     step=step, so_far=" ".join(now.so_far) or _("(nothing yet)"), word=now.chosen))
 
 sink_on = sink_toggle()
-sunk_self = sink_drawn(sink_on, now.self_weights, now.self_allowed,
-                       first_token=str(now.self_keys[0]))
 sunk_align = sink_drawn(sink_on, now.alignment[:step], first_token=str(now.source_tokens[0]))
 col_self, col_cross = st.columns(2)
 with col_self:
-    chart(viz.attention_heatmap(
-        sunk_self.weights, now.rows.labels[:step], now.self_keys, allowed=now.self_allowed,
-        query_hover=now.rows.hover[:step], y_title=now.rows.title,
-        x_title=_("key: the words read so far"), zmax=sunk_self.zmax or 1.0,
-        title=_("Masked self-attention up to step {step}").format(step=step)
-        + (f"<br><sup>{sunk_self.short}</sup>" if sunk_self.short else "")),
-        key="self_heatmap", share=0.5)
-    if sunk_self.note:
-        st.caption(sunk_self.note)
-    st.caption(_("Each row is named by the word it writes and reads the word before it: it may "
-                 "look only at the words read so far; grey cells are masked (−∞ before "
-                 "softmax, weight 0 after)."))
+    if now.self_weights is None:  # a recurrent decoder: a state carried from word to word
+        st.info(_("{model}'s decoder has no self-attention: it reads the words written so far "
+                  "one at a time and carries them in its state, so step {step} sees them only "
+                  "through that one vector (lesson 3.6).").format(model=SPEC, step=step),
+                icon=":material/repeat:")
+    else:
+        sunk_self = sink_drawn(sink_on, now.self_weights, now.self_allowed,
+                               first_token=str(now.self_keys[0]))
+        chart(viz.attention_heatmap(
+            sunk_self.weights, now.rows.labels[:step], now.self_keys, allowed=now.self_allowed,
+            query_hover=now.rows.hover[:step], y_title=now.rows.title,
+            x_title=_("key: the words read so far"), zmax=sunk_self.zmax or 1.0,
+            title=_("Masked self-attention up to step {step}").format(step=step)
+            + (f"<br><sup>{sunk_self.short}</sup>" if sunk_self.short else "")),
+            key="self_heatmap", share=0.5)
+        if sunk_self.note:
+            st.caption(sunk_self.note)
+        st.caption(_("Each row is named by the word it writes and reads the word before it: it "
+                     "may look only at the words read so far; grey cells are masked (−∞ before "
+                     "softmax, weight 0 after)."))
 with col_cross:
     chart(viz.distribution_bars(
         now.cross_row, now.source_tokens, highlight=now.cross_peak,
