@@ -23,7 +23,7 @@ TEXT = quote(SEED_SENTENCE)
 # (screenshot, address after the server's, what the page must say)
 VIEWS = [
     ("recurrent-explore-bahdanau", f"explore?model=own-bahdanau&text={TEXT}",
-     "Bahdanau 加性注意力"),
+     "在循环解码器的每一步记录下来"),
     ("recurrent-explore-gru", f"explore?model=own-gru&text={TEXT}", "own-gru 没有注意力"),
     ("recurrent-translate-bahdanau",
      f"translate?model=own-bahdanau&sentence={TEXT}&step=4", "解码器没有自注意力"),
