@@ -188,6 +188,11 @@ class Step:
                    top_k=tuple((str(t), float(p)) for t, p in record["top_k"]))
 
 
+# How a recurrent translator's trace says where its cross-attention comes from (its
+# ``meta["capture"]``): Bahdanau's weights recorded at each step, or a single-vector model's read
+# of the encoder's last state.
+ADDITIVE, LAST_STATE = "additive", "last state"
+
 FACT_KEYS = ("model_type", "d_model", "d_head", "d_ff", "n_encoder_layers",
              "n_decoder_layers", "rope_theta", "max_positions", "sliding_window", "capture")
 
@@ -204,8 +209,8 @@ def model_facts(dims: ModelDims, positions: PositionInfo, model_type: str,
         capture: how the weights were captured: ``own`` (the own models' hooks),
             ``recorded`` (queries and keys recorded through transformers' attention interface,
             heads recomputed), ``eager`` (the model's own ``output_attentions``), and for the
-            recurrent translators ``additive`` (Bahdanau's weights, recorded at each step) or
-            ``last state`` (a single-vector model: no attention, its decoder reads the
+            recurrent translators :data:`ADDITIVE` (Bahdanau's weights, recorded at each step)
+            or :data:`LAST_STATE` (a single-vector model: no attention, its decoder reads the
             encoder's last state at every step, a weight of 1 on the last word).
     """
     dims_record = asdict(dims)

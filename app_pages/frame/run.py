@@ -26,7 +26,7 @@ from app_pages.frame.settings import (
 from i18n import _
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError
 from model.analysis.tokens import token_notes
-from model.own.recurrent import LAST_STATE
+from model.meta import LAST_STATE
 
 
 def show_token_notes(run: Run) -> None:

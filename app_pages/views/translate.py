@@ -22,7 +22,6 @@ from app_pages.frame.sink import sink_drawn, sink_toggle
 from i18n import N_, _
 from model.analysis import questions
 from model.analysis.cuts import generation_step, written_words
-from model.loader import RECURRENT
 from model.meta import Family
 
 OWN_SPEC = "own-translator"
@@ -45,7 +44,7 @@ if SPEC == OWN_SPEC:
     st.caption(_("This page runs own-translator unless the sidebar's model is another "
                  "encoder-decoder: a Hugging Face translation model (NLLB, M2M100, …) or one of "
                  "the lesson's recurrent translators (own-rnn, own-gru, own-bahdanau)."))
-elif SPEC in RECURRENT:
+elif "decoder.self" not in get_model(SPEC, device).kinds:  # a recurrent translator
     st.caption(_("Translating with the sidebar's model, {model}: a recurrent decoder writing one "
                  "word per step, greedily.").format(model=SPEC))
 else:

@@ -46,7 +46,15 @@ from model.budget import Lengths, dense_bytes
 from model.device import dtype_name, resolve_device, resolve_dtype
 from model.errors import CaptureError
 from model.loader import RECURRENT
-from model.meta import RECURRENCE, Family, ModelDims, PositionInfo, model_facts
+from model.meta import (
+    ADDITIVE,
+    LAST_STATE,
+    RECURRENCE,
+    Family,
+    ModelDims,
+    PositionInfo,
+    model_facts,
+)
 from model.own.vocab import BOS, WordVocab, split_words
 from model.store import DenseStore
 from model.text import check_text
@@ -56,9 +64,6 @@ WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 # (named once, where load() routes them).
 MODELS = RECURRENT
 CELLS = {"rnn": nn.RNNCell, "gru": nn.GRUCell}
-# How a trace says where its cross-attention comes from (``meta["capture"]``): Bahdanau's
-# weights recorded at each step, or the single vector's fixed read of the last state.
-ADDITIVE, LAST_STATE = "additive", "last state"
 
 
 def weights_path(name: str, folder: Path = WEIGHTS_DIR) -> Path:

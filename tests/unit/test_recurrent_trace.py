@@ -16,8 +16,8 @@ import torch
 from model import AttentionTrace, Family, LoadedModel, UnknownWordsError, load
 from model.analysis.costs import parameter_split
 from model.loader import BUNDLED, RECURRENT
-from model.meta import FACT_KEYS, RECURRENCE
-from model.own.recurrent import ADDITIVE, LAST_STATE, MODELS
+from model.meta import ADDITIVE, FACT_KEYS, LAST_STATE, RECURRENCE
+from model.own.recurrent import MODELS
 
 SENTENCE = "The cat sat on the mat"
 LONG = "The small dog chased the black cat under the table because it was angry"
