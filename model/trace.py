@@ -402,8 +402,11 @@ class AttentionTrace:
             extras = {k: data[k] for k in extra}
         known = ("model", "n_heads", "n_kv_heads", "positional", "device", "dtype")
         fields = {k: meta.pop(k) for k in known if k in meta}
-        for derived in ("n_layers", "layers"):
-            meta.pop(derived, None)
+        meta.pop("n_layers", None)
+        written = meta.pop("layers", None)  # the kinds the file was written with
+        if isinstance(written, dict) and set(written) != set(attention):
+            raise ValueError(f"{path} was written with {sorted(written)} but holds "
+                             f"{sorted(attention)}: it is incomplete")
         steps = tuple(Step.from_dict(record) for record in meta.pop("steps", []))
         unknown = {axis: {int(p): text for p, text in texts.items()}  # JSON keys are strings
                    for axis, texts in meta.pop("unknown", {}).items()}

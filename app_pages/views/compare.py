@@ -44,7 +44,7 @@ from app_pages.frame.sink import SINK, sink_drawn, sink_toggle
 from i18n import N_, _
 from model import BUNDLED, Family
 from model.analysis.cuts import shared_ceiling, stage_weights
-from model.meta import CAUSAL_KINDS
+from model.meta import CAUSAL_KINDS, LAST_STATE
 from viz.compare import heads_difference
 from viz.sizes import HEAD_SIDE, PROJECTOR_CHART_PX, SCREEN_CHART_PX
 
@@ -245,6 +245,7 @@ def _sentences() -> None:
     if run_b is None:
         return
     trace_a, trace_b = run_a.trace, run_b.trace
+    single_vector_note(trace_a)
     name = kind_selector(trace_a, key="cmp_kind")
     layer, head = _layer_head(trace_a, name, "cmp")
     _causal_note(spec, trace_a, trace_b, name)
@@ -275,6 +276,8 @@ def _sentences() -> None:
         key="cmp_difference", share=_share(3),
         container=panels.container(key="cmp_panel_difference"),
         name=("compare", "difference", name, f"layer {layer}", f"head {head}"))
+    if trace_a.meta.get("capture") == LAST_STATE:  # no attention: nothing moves, none to rank
+        return
     if max(len(qa), len(ka)) > RANKED_TOKENS:
         st.info(_("Heads are ranked for inputs of at most {most} tokens.").format(
             most=RANKED_TOKENS))

@@ -15,6 +15,7 @@ from app_pages.cache.getters import (
     get_model,
     get_sentence_file,
     get_token_counts,
+    get_trace,
     limits,
 )
 from app_pages.cache.shared import Cancelled
@@ -25,7 +26,7 @@ from app_pages.frame.errors import explained_errors
 from app_pages.frame.events import selected_head
 from app_pages.frame.markdown import literal
 from app_pages.frame.navigation import PAGES, script
-from app_pages.frame.run import random_weights_note
+from app_pages.frame.run import random_weights_note, single_vector_note
 from app_pages.frame.settings import kind_label, settings, within
 from i18n import _
 from model.analysis.statistics import STATS
@@ -164,6 +165,10 @@ with explained_errors():
     except Cancelled:  # this session's browser has gone: nobody to show it to
         st.stop()
 ran = sentences_ran(table)
+if ran and not any(kind.endswith(".self") for kind in loaded.kinds):  # a recurrent translator
+    first = next(i for i, row in enumerate(tokens) if row is not None)
+    with explained_errors():  # (traced once, cached: milliseconds for these small models)
+        single_vector_note(get_trace(spec, device, sentences[first]))
 outcome = _("{ran:,} of {count:,} sentences ran on {model}.").format(
     ran=ran, count=len(sentences), model=spec)
 if ran == len(sentences):

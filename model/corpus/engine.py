@@ -43,8 +43,8 @@ def corpus_table(model, sentences: Sequence[str], *, batch_size: int = BATCH_SIZ
     """Statistics of every sentence with a loaded model, in this process.
 
     ``tokens``: a list, filled in place with each sentence's tokens as the model read them
-    (the queries of its first attention kind: a decoder-only model's prompt, an
-    encoder's source), None for a sentence left out.
+    (a single-stack model's input, an encoder-decoder's source), None for a sentence left
+    out.
 
     Sentences run in batches of similar lengths, at most ``batch_size``, cut where a batch would
     need more than ``max_batch_bytes`` (what the model's capture keeps per sentence, from
@@ -151,7 +151,8 @@ def _run(model, sentences, indices: list[int], span, parts: list, skipped: list,
     parts.append(table)
     if tokens is not None:
         for index, trace in zip(indices, batch.traces):
-            tokens[index] = tuple(str(t) for t in trace.axes(trace.names[0])[0])
+            # the first token axis: the prompt, or the source an encoder-decoder read
+            tokens[index] = tuple(str(t) for t in trace.axis_tokens(trace.family.axis_names[0]))
 
 
 def run_corpus(spec: str, sentences: Sequence[str], *, engine: str = "local",

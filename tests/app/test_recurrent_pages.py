@@ -108,8 +108,10 @@ def test_translate_writes_with_bahdanaus_model_and_shows_its_alignment(traces):
                                trace.weights("decoder.cross", 0, 0)[:4], atol=1e-6)
     assert "垫子" in messages(at.markdown)  # step 4 writes 垫子
     bars = next(f for t, f in titles.items() if "of step 4 over the source" in t)
-    np.testing.assert_allclose(sorted(plotly_array(bars["data"][0]["x"])),
-                               sorted(trace.weights("decoder.cross", 0, 0)[3]), atol=1e-6)
+    assert bars["layout"]["yaxis"]["ticktext"] == list(trace.source_tokens)
+    order = np.asarray(bars["data"][0]["y"])  # each bar's source position
+    np.testing.assert_allclose(plotly_array(bars["data"][0]["x"]),
+                               trace.weights("decoder.cross", 0, 0)[3][order], atol=1e-6)
 
 
 def test_compare_sets_the_single_vector_beside_bahdanaus_attention(traces):
@@ -121,6 +123,28 @@ def test_compare_sets_the_single_vector_beside_bahdanaus_attention(traces):
     for z, spec in zip(drawn, RECURRENT[::-1]):
         np.testing.assert_allclose(z, traces[spec].weights("decoder.cross", 0, 0), atol=1e-6)
     assert "own-gru has no attention" in messages(at.info)
+
+
+def test_compare_two_sentences_says_the_single_vector_has_nothing_to_rank():
+    at = app_test("compare", model_choice="own-gru", cmp_mode="sentences")
+    assert not at.exception, at.exception
+    assert "own-gru has no attention" in messages(at.info)
+    assert "No head changes" not in messages(at.success)  # nothing moves: it has no attention
+    assert not at.dataframe  # and no ranking of heads
+    at = app_test("compare", model_choice="own-bahdanau", cmp_mode="sentences")
+    assert not at.exception and "has no attention" not in messages(at.info)
+
+
+def test_the_corpus_lists_the_source_each_recurrent_model_read():
+    at = app_test("corpus", model_choice="own-bahdanau",
+                  cp_pasted="The cat sat on the mat\nThe dog slept under the table")
+    at.button(key="cp_run").click().run()
+    assert not at.exception, at.exception
+    shown = " ".join(str(v) for frame in at.dataframe for v in frame.value.to_numpy().ravel())
+    assert "The · cat · sat · on · the · mat" in shown and "猫" not in shown
+    at = app_test("corpus", model_choice="own-gru", cp_pasted="The cat sat on the mat")
+    at.button(key="cp_run").click().run()
+    assert not at.exception and "own-gru has no attention" in messages(at.info)
 
 
 def test_what_moves_and_positions_say_what_a_recurrent_model_lacks():

@@ -120,7 +120,8 @@ def test_the_trace_is_the_recurrent_pass_recomputed_by_hand(loaded, name):
         assert (weights[:, -1] == 1).all() and (weights[:, :-1] == 0).all()
     for t, step in enumerate(trace.steps):  # step t wrote token t + 1 (then <eos>)
         assert step.token == ([*trace.target_tokens[1:], "<eos>"])[t]
-        assert step.probability == pytest.approx(probabilities[t].max(), abs=1e-5)
+        written = probabilities[t][model.tgt_vocab.stoi[step.token]]
+        assert step.probability == pytest.approx(written, abs=1e-5)
         top = [model.tgt_vocab.itos[i] for i in np.argsort(-probabilities[t])[:3]]
         assert [word for word, _p in step.top_k[:3]] == top
 
@@ -190,10 +191,11 @@ def test_token_counts_and_memory_are_known_before_running(loaded):
     assert n.source == len(trace.source_tokens) and n.target >= len(trace.target_tokens)
     forced = model.count_tokens(SENTENCE, target="猫 坐 在 垫子 上")
     assert (forced.source, forced.target) == (6, 6)
-    assert model.memory_needed(forced) > trace.stack("decoder.cross").nbytes
     # only its one kind counts: far less than an encoder-decoder with every kind of that size
     from model.budget import Lengths, dense_bytes
     long = Lengths(4000, 8000)
+    assert model.memory_needed(long) == dense_bytes(model.dims, model.family, long,
+                                                    kinds=("decoder.cross",))
     assert model.memory_needed(long) < dense_bytes(model.dims, model.family, long) / 2
 
 
@@ -207,6 +209,14 @@ def test_the_export_holds_the_one_kind_and_loads_back(loaded, tmp_path):
     with np.load(tmp_path / "bahdanau.npz") as data:
         assert "encoder.self" not in data.files and "decoder.self" not in data.files
         assert json.loads(str(data["meta"]))["layers"] == {"decoder.cross": 1}
+    # a file that lost a kind its meta names is refused, not read as a model without it
+    full = load("own-translator", device="cpu").trace(SENTENCE)
+    full.save(tmp_path / "full.npz")
+    with np.load(tmp_path / "full.npz") as data:
+        cut = {k: data[k] for k in data.files if k != "decoder.self"}
+    np.savez(tmp_path / "cut.npz", **cut)
+    with pytest.raises(ValueError, match="incomplete"):
+        AttentionTrace.load(tmp_path / "cut.npz")
 
 
 @pytest.mark.slow
@@ -244,14 +254,18 @@ def test_a_trace_holds_some_of_its_familys_kinds_and_never_others():
     assert both.names == ("decoder.self", "decoder.cross")
 
 
-def test_half_precision_keeps_rows_summing_to_one(loaded):
-    half = load("own-bahdanau", device="cpu", dtype="bfloat16")
-    assert half.dtype == "bfloat16"
-    trace = half.trace(SENTENCE, target="猫 坐 在 垫子 上")
+@pytest.mark.parametrize("dtype, close", [("bfloat16", 0.02), ("float16", 0.005)])
+def test_half_precision_keeps_rows_summing_to_one(loaded, dtype, close):
+    """Measured on this CPU against float32, over the long sentence: bfloat16 within 7e-3,
+    float16 within 9e-4."""
+    half = load("own-bahdanau", device="cpu", dtype=dtype)
+    assert half.dtype == dtype and half.trace(SENTENCE).dtype == dtype
+    trace = half.trace(LONG, target=" ".join(loaded["own-bahdanau"].translate(LONG).target))
     weights = trace.weights("decoder.cross", 0, 0)
     np.testing.assert_allclose(weights.sum(-1), 1, atol=1e-6)  # the softmax ran in float32
-    full = loaded["own-bahdanau"].trace(SENTENCE, target="猫 坐 在 垫子 上")
-    np.testing.assert_allclose(weights, full.weights("decoder.cross", 0, 0), atol=0.1)
+    full = loaded["own-bahdanau"].trace(LONG)
+    assert list(full.target_tokens) == list(trace.target_tokens)
+    np.testing.assert_allclose(weights, full.weights("decoder.cross", 0, 0), atol=close)
 
 
 def test_a_batch_of_sentences_pads_their_weights(loaded):
