@@ -463,19 +463,10 @@ class RecurrentTranslator:
         Raises:
             ValueError: no words, or a word outside the vocabulary (named).
         """
-        src_ids = self.source_ids(text)
-        src = torch.tensor([src_ids], device=self.device)  # [batch, source]
-        states, last, allowed = self.network.encode(src)
-        if target is None:
-            words = self.tgt_vocab.decode(self.translate_ids([src_ids])[0])
-        else:
-            check_text(target, _("the target"))
-            words = [w.lower() for w in split_words(target)]
-            self.tgt_vocab.encode(words)  # names an unknown word
-        tgt_in = torch.tensor([[self.tgt_vocab.bos_id, *self.tgt_vocab.encode(words)]],
-                              device=self.device)  # [batch, target + 1]: <bos> and the words
-        _logits, _fed, weights = self.network.decode(states, last, allowed, tgt_in)
-        alignment = weights[0, :len(words)].float().cpu().numpy() if self.has_attention \
-            else None  # step t reads word t and writes word t + 1: rows 0..T-1 write the words
-        return Translation(tuple(split_words(text)), tuple(words), alignment)
+        trace = self.trace(text, target)  # the one pass: greedy, or teacher-forced
+        words = tuple(str(w).lower() for w in trace.target_tokens[1:])  # <bos> is read only
+        # step t reads word t and writes word t + 1: rows 0..T-1 write the words
+        alignment = trace.weights("decoder.cross", 0, 0)[:len(words)] if self.has_attention \
+            else None
+        return Translation(tuple(str(w) for w in trace.source_tokens), words, alignment)
 
